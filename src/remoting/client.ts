@@ -1,0 +1,129 @@
+/**
+ * RemotingClient: one long-lived connection per server address (RocketMQ peers rely on that: a
+ * name server treats the close of a broker's connection as "broker gone"), opened lazily, reopened
+ * on the next call after it breaks. Requests from the server side (e.g. NOTIFY_CONSUMER_IDS_CHANGED)
+ * go to `onRequest`.
+ */
+import type { Socket } from "bun";
+import type { Logger } from "../common/log.ts";
+import type { RemotingCommand } from "./command.ts";
+import { RemotingClosedError, RemotingConnection } from "./connection.ts";
+
+export interface RemotingClientOptions {
+  frameSizeMaxBytes: number;
+  connectionBufferMaxBytes: number;
+  connectTimeoutMs: number;
+  log: Logger;
+  onRequest?: (conn: RemotingConnection, cmd: RemotingCommand) => void;
+}
+
+export const REMOTING_CLIENT_DEFAULTS = {
+  frameSizeMaxBytes: 16 * 1024 * 1024,
+  connectionBufferMaxBytes: 64 * 1024 * 1024,
+  connectTimeoutMs: 3000,
+} as const;
+
+export function splitHostPort(addr: string): { host: string; port: number } {
+  const m = /^\[(.+)\]:(\d+)$/.exec(addr) ?? /^([^:]+):(\d+)$/.exec(addr);
+  if (!m) throw new Error(`bad address "${addr}", expected HOST:PORT`);
+  return { host: m[1]!, port: Number(m[2]) };
+}
+
+export class RemotingClient {
+  readonly #opts: RemotingClientOptions;
+  readonly #connections = new Map<string, Promise<RemotingConnection>>();
+  #closed = false;
+
+  constructor(opts: RemotingClientOptions) {
+    this.#opts = opts;
+  }
+
+  /** The live connection to `addr`, connecting if needed. */
+  connection(addr: string): Promise<RemotingConnection> {
+    if (this.#closed) return Promise.reject(new RemotingClosedError("client closed"));
+    const existing = this.#connections.get(addr);
+    if (existing) return existing;
+    const p = this.#connect(addr);
+    this.#connections.set(addr, p);
+    p.then(
+      (conn) => conn.onClose(() => {
+        if (this.#connections.get(addr) === p) this.#connections.delete(addr);
+      }),
+      () => {
+        if (this.#connections.get(addr) === p) this.#connections.delete(addr);
+      },
+    );
+    return p;
+  }
+
+  async invoke(addr: string, cmd: RemotingCommand, timeoutMs: number): Promise<RemotingCommand> {
+    const conn = await this.connection(addr);
+    return conn.invoke(cmd, timeoutMs);
+  }
+
+  async invokeOneway(addr: string, cmd: RemotingCommand): Promise<void> {
+    const conn = await this.connection(addr);
+    if (!conn.invokeOneway(cmd)) throw new RemotingClosedError(`connection to ${addr} closed`);
+  }
+
+  /** Closes the connection to one address (the next call reconnects). */
+  async disconnect(addr: string): Promise<void> {
+    const p = this.#connections.get(addr);
+    this.#connections.delete(addr);
+    if (p) (await p.catch(() => null))?.close();
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    const all = [...this.#connections.values()];
+    this.#connections.clear();
+    for (const p of all) (await p.catch(() => null))?.close();
+  }
+
+  async #connect(addr: string): Promise<RemotingConnection> {
+    const { host, port } = splitHostPort(addr);
+    const opts = this.#opts;
+    let conn: RemotingConnection | undefined;
+    const connecting = Bun.connect<undefined>({
+      hostname: host,
+      port,
+      socket: {
+        binaryType: "uint8array",
+        open: (socket) => {
+          socket.setNoDelay(true);
+          conn = new RemotingConnection(socket as Socket<unknown>, {
+            frameSizeMaxBytes: opts.frameSizeMaxBytes,
+            connectionBufferMaxBytes: opts.connectionBufferMaxBytes,
+            log: opts.log,
+            onRequest: opts.onRequest ?? (() => {}),
+          });
+        },
+        data: (_socket, chunk) => conn?.handleData(chunk),
+        drain: () => conn?.handleDrain(),
+        close: () => conn?.handleClosed(),
+        error: () => conn?.handleClosed(),
+      },
+    });
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new RemotingClosedError(`connect to ${addr} timed out after ${opts.connectTimeoutMs} ms`)), opts.connectTimeoutMs);
+    });
+    try {
+      const socket = await Promise.race([connecting, timeout]);
+      if (!conn) {
+        socket.end();
+        throw new RemotingClosedError(`connect to ${addr} failed`);
+      }
+      if (this.#closed) {
+        conn.close();
+        throw new RemotingClosedError("client closed");
+      }
+      return conn;
+    } catch (e) {
+      if (e instanceof RemotingClosedError) throw e;
+      throw new RemotingClosedError(`connect to ${addr} failed: ${e instanceof Error ? e.message : String(e)}`);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}

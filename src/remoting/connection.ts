@@ -1,0 +1,213 @@
+/**
+ * One TCP connection speaking remoting frames, used by both the server and the client side:
+ * frame decoding, request/response matching by opaque, per-request timeouts, and an outbound
+ * queue that coalesces everything written in one tick into a single socket write and respects
+ * backpressure (a peer that stops reading is cut off at `connectionBufferMaxBytes`).
+ */
+import type { Socket } from "bun";
+import type { Logger } from "../common/log.ts";
+import { FLAG_ONEWAY, isOneway, isResponse, type RemotingCommand } from "./command.ts";
+import { encodeCommand, FrameDecoder } from "./frame.ts";
+
+export class RemotingTimeoutError extends Error {
+  override name = "RemotingTimeoutError";
+}
+export class RemotingClosedError extends Error {
+  override name = "RemotingClosedError";
+}
+
+export interface ConnectionOptions {
+  frameSizeMaxBytes: number;
+  connectionBufferMaxBytes: number;
+  log: Logger;
+  /** Called for every request frame (responses are matched internally). */
+  onRequest: (conn: RemotingConnection, cmd: RemotingCommand) => void;
+}
+
+interface Pending {
+  resolve: (cmd: RemotingCommand) => void;
+  reject: (err: Error) => void;
+  timer: ReturnType<typeof setTimeout>;
+}
+
+let nextConnectionId = 1;
+
+/** Java shows IPv4-mapped IPv6 peers as IPv4; so do we (ali-ons only decodes IPv4 hosts). */
+export function normalizeAddress(host: string, port: number): string {
+  const v4 = host.startsWith("::ffff:") ? host.slice(7) : host;
+  return v4.includes(":") ? `[${v4}]:${port}` : `${v4}:${port}`;
+}
+
+export class RemotingConnection {
+  readonly id = nextConnectionId++;
+  readonly remoteAddress: string;
+  readonly #socket: Socket<unknown>;
+  readonly #decoder: FrameDecoder;
+  readonly #opts: ConnectionOptions;
+  readonly #pending = new Map<number, Pending>();
+  readonly #closeListeners: ((conn: RemotingConnection) => void)[] = [];
+  #queue: Uint8Array[] = [];
+  #queuedBytes = 0;
+  #flushScheduled = false;
+  #waitingDrain = false;
+  #closed = false;
+
+  constructor(socket: Socket<unknown>, opts: ConnectionOptions) {
+    this.#socket = socket;
+    this.#opts = opts;
+    this.#decoder = new FrameDecoder({ frameSizeMaxBytes: opts.frameSizeMaxBytes });
+    this.remoteAddress = normalizeAddress(socket.remoteAddress, socket.remotePort);
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** Runs once when the connection closes, for any reason. */
+  onClose(listener: (conn: RemotingConnection) => void): void {
+    if (this.#closed) listener(this);
+    else this.#closeListeners.push(listener);
+  }
+
+  /** Socket `data` handler. */
+  handleData(chunk: Uint8Array): void {
+    const result = this.#decoder.feed(chunk);
+    if (!Array.isArray(result)) {
+      this.#opts.log.rateLimited("warn", "bad-frame", `closing ${this.remoteAddress}: ${result.invalid}`);
+      this.close();
+      return;
+    }
+    for (const cmd of result) {
+      if (isResponse(cmd)) {
+        const p = this.#pending.get(cmd.opaque);
+        if (p) {
+          this.#pending.delete(cmd.opaque);
+          clearTimeout(p.timer);
+          p.resolve(cmd);
+        }
+        // A response nobody waits for (timed out, or an answer to a oneway) is dropped, as Java does.
+      } else {
+        this.#opts.onRequest(this, cmd);
+      }
+      if (this.#closed) return;
+    }
+  }
+
+  /** Socket `drain` handler. */
+  handleDrain(): void {
+    this.#waitingDrain = false;
+    this.#flush();
+  }
+
+  /** Socket `close`/`error` handler, and our own close. Idempotent. */
+  handleClosed(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#queue = [];
+    this.#queuedBytes = 0;
+    const err = new RemotingClosedError(`connection to ${this.remoteAddress} closed`);
+    for (const p of this.#pending.values()) {
+      clearTimeout(p.timer);
+      p.reject(err);
+    }
+    this.#pending.clear();
+    for (const l of this.#closeListeners.splice(0)) {
+      try {
+        l(this);
+      } catch (e) {
+        this.#opts.log.error(`close listener failed: ${String(e)}`);
+      }
+    }
+  }
+
+  close(): void {
+    if (this.#closed) return;
+    this.#socket.end();
+    this.handleClosed();
+  }
+
+  /** Queues a command; returns false if the connection is closed or was over its buffer limit. */
+  send(cmd: RemotingCommand): boolean {
+    return this.sendBytes(encodeCommand(cmd));
+  }
+
+  sendBytes(bytes: Uint8Array): boolean {
+    if (this.#closed) return false;
+    this.#queue.push(bytes);
+    this.#queuedBytes += bytes.length;
+    if (this.#queuedBytes > this.#opts.connectionBufferMaxBytes) {
+      this.#opts.log.rateLimited(
+        "warn",
+        "slow-peer",
+        `closing ${this.remoteAddress}: ${this.#queuedBytes} bytes queued, over connectionBufferMaxBytes`,
+      );
+      this.close();
+      return false;
+    }
+    if (!this.#flushScheduled && !this.#waitingDrain) {
+      this.#flushScheduled = true;
+      queueMicrotask(() => {
+        this.#flushScheduled = false;
+        this.#flush();
+      });
+    }
+    return true;
+  }
+
+  /** Sends a request and resolves with the matching response, or rejects on timeout/close. */
+  invoke(cmd: RemotingCommand, timeoutMs: number): Promise<RemotingCommand> {
+    if (this.#closed) return Promise.reject(new RemotingClosedError(`connection to ${this.remoteAddress} closed`));
+    return new Promise<RemotingCommand>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.#pending.delete(cmd.opaque);
+        reject(new RemotingTimeoutError(`request code ${cmd.code} to ${this.remoteAddress} timed out after ${timeoutMs} ms`));
+      }, timeoutMs);
+      this.#pending.set(cmd.opaque, { resolve, reject, timer });
+      if (!this.send(cmd)) {
+        this.#pending.delete(cmd.opaque);
+        clearTimeout(timer);
+        reject(new RemotingClosedError(`connection to ${this.remoteAddress} closed`));
+      }
+    });
+  }
+
+  /** Sends a request with the oneway flag; no response is expected. */
+  invokeOneway(cmd: RemotingCommand): boolean {
+    cmd.flag |= FLAG_ONEWAY;
+    return this.send(cmd);
+  }
+
+  /** Answers `req` unless it was oneway. */
+  reply(req: RemotingCommand, res: RemotingCommand): void {
+    if (!isOneway(req)) this.send(res);
+  }
+
+  #flush(): void {
+    if (this.#closed || this.#queue.length === 0) return;
+    let data: Uint8Array;
+    if (this.#queue.length === 1) {
+      data = this.#queue[0]!;
+    } else {
+      data = new Uint8Array(this.#queuedBytes);
+      let pos = 0;
+      for (const b of this.#queue) {
+        data.set(b, pos);
+        pos += b.length;
+      }
+    }
+    const written = this.#socket.write(data);
+    if (written < 0) {
+      this.handleClosed();
+      return;
+    }
+    if (written < data.length) {
+      const rest = data.subarray(written);
+      this.#queue = [rest];
+      this.#queuedBytes = rest.length;
+      this.#waitingDrain = true;
+    } else {
+      this.#queue = [];
+      this.#queuedBytes = 0;
+    }
+  }
+}

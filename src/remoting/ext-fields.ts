@@ -1,0 +1,43 @@
+/**
+ * Reading typed values out of extFields. Peers send every value as a string (Java) or as a JSON
+ * scalar that the header codec already stringified (ali-ons), so parsing happens by field name,
+ * as Java's CommandCustomHeader does. A missing or malformed required field is input, not a bug:
+ * it becomes a HeaderError that the processor turns into an error response.
+ */
+import type { ExtFields } from "./command.ts";
+
+export class HeaderError extends Error {
+  override name = "HeaderError";
+}
+
+export function reqString(ext: ExtFields | undefined, key: string): string {
+  const v = ext?.[key];
+  if (v === undefined || v === "") throw new HeaderError(`the custom field <${key}> is null`);
+  return v;
+}
+
+export function optString(ext: ExtFields | undefined, key: string): string | undefined {
+  const v = ext?.[key];
+  return v === undefined || v === "" ? undefined : v;
+}
+
+export function reqInt(ext: ExtFields | undefined, key: string): number {
+  const s = reqString(ext, key);
+  const n = Number(s);
+  if (!Number.isInteger(n)) throw new HeaderError(`the custom field <${key}> is not an integer: ${s}`);
+  return n;
+}
+
+export function optInt(ext: ExtFields | undefined, key: string): number | undefined {
+  const s = optString(ext, key);
+  if (s === undefined) return undefined;
+  const n = Number(s);
+  if (!Number.isInteger(n)) throw new HeaderError(`the custom field <${key}> is not an integer: ${s}`);
+  return n;
+}
+
+export function optBool(ext: ExtFields | undefined, key: string): boolean | undefined {
+  const s = optString(ext, key);
+  if (s === undefined) return undefined;
+  return s === "true";
+}

@@ -1,0 +1,165 @@
+/**
+ * The remoting frame, the same in both directions (wire reference §1.1). Big-endian.
+ *
+ *   +------------+-----------------------------+----------------------+------------------+
+ *   | length     | serializeType | headerLength| header               | body             |
+ *   | 4 B        | 1 B           | 3 B         | headerLength B       | rest of length   |
+ *   +------------+-----------------------------+----------------------+------------------+
+ *   length = 4 + headerLength + bodyLength (it does not count itself)
+ *
+ * Invariants checked before anything else is read:
+ *   4 <= length <= frameSizeMaxBytes - 4, headerLength <= length - 4, serializeType ∈ {0, 1}.
+ *
+ * FrameDecoder is pure (no IO): feed it whatever TCP delivered, in any split, and it returns the
+ * commands completed so far, or the reason the stream is broken. A broken stream cannot be
+ * resynchronised (there is no magic number), so the caller closes that one connection.
+ */
+import { type RemotingCommand, SerializeType } from "./command.ts";
+import { decodeJsonHeader, encodeJsonHeader, type DecodedHeader } from "./header-json.ts";
+import { decodeRocketmqHeader, encodeRocketmqHeader } from "./header-rocketmq.ts";
+
+export const FRAME_LENGTH_FIELD_SIZE = 4;
+export const FRAME_HEADER_LENGTH_FIELD_SIZE = 4;
+/** Bytes before the header: the length word and the serialize-type/header-length word. */
+export const FRAME_PREFIX_SIZE = FRAME_LENGTH_FIELD_SIZE + FRAME_HEADER_LENGTH_FIELD_SIZE;
+export const FRAME_SIZE_MAX_BYTES_DEFAULT = 16 * 1024 * 1024;
+/** A header longer than this is refused even inside a large frame (3-byte field allows 16 MiB). */
+export const HEADER_SIZE_MAX_BYTES = 1024 * 1024;
+export const EXT_FIELDS_MAX = 1024;
+
+export interface FrameLimits {
+  frameSizeMaxBytes: number;
+}
+
+export type Invalid = { invalid: string };
+
+export function decodeCommand(frame: Uint8Array): RemotingCommand | Invalid {
+  // frame starts at the header-length word (the length word is already consumed).
+  const view = new DataView(frame.buffer, frame.byteOffset, frame.byteLength);
+  const word = view.getUint32(0);
+  const type = word >>> 24;
+  const headerLength = word & 0xffffff;
+  if (headerLength > frame.length - FRAME_HEADER_LENGTH_FIELD_SIZE) return { invalid: "header length exceeds frame length" };
+  if (headerLength > HEADER_SIZE_MAX_BYTES) return { invalid: `header length ${headerLength} exceeds ${HEADER_SIZE_MAX_BYTES}` };
+  const headerBytes = frame.subarray(FRAME_HEADER_LENGTH_FIELD_SIZE, FRAME_HEADER_LENGTH_FIELD_SIZE + headerLength);
+  let header;
+  if (type === SerializeType.JSON) header = decodeJsonHeader(headerBytes, EXT_FIELDS_MAX);
+  else if (type === SerializeType.ROCKETMQ) header = decodeRocketmqHeader(headerBytes, EXT_FIELDS_MAX);
+  else return { invalid: `unknown serialize type ${type}` };
+  if ("invalid" in header) return header;
+  const cmd: RemotingCommand = { ...header, serializeType: type };
+  const bodyStart = FRAME_HEADER_LENGTH_FIELD_SIZE + headerLength;
+  if (bodyStart < frame.length) cmd.body = frame.subarray(bodyStart);
+  return cmd;
+}
+
+/** Encodes the header in the command's serialize type, followed by the body. */
+export function encodeCommand(cmd: RemotingCommand): Uint8Array {
+  const h: DecodedHeader = {
+    code: cmd.code,
+    language: cmd.language,
+    version: cmd.version,
+    opaque: cmd.opaque,
+    flag: cmd.flag,
+  };
+  if (cmd.remark !== undefined) h.remark = cmd.remark;
+  if (cmd.extFields !== undefined) h.extFields = cmd.extFields;
+  const header = cmd.serializeType === SerializeType.ROCKETMQ ? encodeRocketmqHeader(h) : encodeJsonHeader(h);
+  const bodyLength = cmd.body?.length ?? 0;
+  const out = new Uint8Array(FRAME_PREFIX_SIZE + header.length + bodyLength);
+  const view = new DataView(out.buffer);
+  view.setUint32(0, FRAME_HEADER_LENGTH_FIELD_SIZE + header.length + bodyLength);
+  view.setUint32(4, ((cmd.serializeType & 0xff) << 24) | header.length);
+  out.set(header, FRAME_PREFIX_SIZE);
+  if (cmd.body) out.set(cmd.body, FRAME_PREFIX_SIZE + header.length);
+  return out;
+}
+
+/**
+ * Incremental frame splitter. Holds at most one partial frame. Completed frames are returned as
+ * commands whose `body` is a private copy (the caller may keep it after the next feed).
+ */
+export class FrameDecoder {
+  #pending: Uint8Array | null = null;
+  #pendingLength = 0;
+  #broken: string | null = null;
+  readonly #frameSizeMaxBytes: number;
+
+  constructor(limits: FrameLimits = { frameSizeMaxBytes: FRAME_SIZE_MAX_BYTES_DEFAULT }) {
+    this.#frameSizeMaxBytes = limits.frameSizeMaxBytes;
+  }
+
+  /** Bytes buffered waiting for the rest of a frame. */
+  get bufferedBytes(): number {
+    return this.#pendingLength;
+  }
+
+  feed(chunk: Uint8Array): RemotingCommand[] | Invalid {
+    if (this.#broken !== null) return { invalid: this.#broken };
+    let buf: Uint8Array;
+    if (this.#pending !== null && this.#pendingLength > 0) {
+      buf = this.#append(chunk);
+    } else {
+      buf = chunk;
+    }
+    const out: RemotingCommand[] = [];
+    let pos = 0;
+    while (buf.length - pos >= FRAME_LENGTH_FIELD_SIZE) {
+      const length = ((buf[pos]! << 24) | (buf[pos + 1]! << 16) | (buf[pos + 2]! << 8) | buf[pos + 3]!) >>> 0;
+      if (length < FRAME_HEADER_LENGTH_FIELD_SIZE) return this.#fail(`frame length ${length} < 4`);
+      if (length + FRAME_LENGTH_FIELD_SIZE > this.#frameSizeMaxBytes) {
+        return this.#fail(`frame length ${length + FRAME_LENGTH_FIELD_SIZE} exceeds frameSizeMaxBytes ${this.#frameSizeMaxBytes}`);
+      }
+      if (buf.length - pos - FRAME_LENGTH_FIELD_SIZE < length) break;
+      const start = pos + FRAME_LENGTH_FIELD_SIZE;
+      // Copy the frame out: the chunk belongs to the socket layer, and the body may outlive it.
+      const frame = buf.slice(start, start + length);
+      const cmd = decodeCommand(frame);
+      if ("invalid" in cmd) return this.#fail(cmd.invalid);
+      out.push(cmd);
+      pos = start + length;
+    }
+    this.#keepTail(buf, pos);
+    return out;
+  }
+
+  #append(chunk: Uint8Array): Uint8Array {
+    const pending = this.#pending!;
+    const need = this.#pendingLength + chunk.length;
+    if (need <= pending.length) {
+      pending.set(chunk, this.#pendingLength);
+      this.#pendingLength = need;
+      return pending.subarray(0, need);
+    }
+    const grown = new Uint8Array(Math.max(need, pending.length * 2));
+    grown.set(pending.subarray(0, this.#pendingLength));
+    grown.set(chunk, this.#pendingLength);
+    this.#pending = grown;
+    this.#pendingLength = need;
+    return grown.subarray(0, need);
+  }
+
+  #keepTail(buf: Uint8Array, pos: number): void {
+    const rest = buf.length - pos;
+    if (rest === 0) {
+      // Drop big buffers once drained so one large frame does not pin memory for the connection's life.
+      if (this.#pending !== null && this.#pending.length > 64 * 1024) this.#pending = null;
+      this.#pendingLength = 0;
+      return;
+    }
+    if (this.#pending !== null && buf.buffer === this.#pending.buffer) {
+      this.#pending.copyWithin(0, pos, buf.length);
+    } else {
+      if (this.#pending === null || this.#pending.length < rest) this.#pending = new Uint8Array(Math.max(rest, 4096));
+      this.#pending.set(buf.subarray(pos));
+    }
+    this.#pendingLength = rest;
+  }
+
+  #fail(reason: string): Invalid {
+    this.#broken = reason;
+    this.#pending = null;
+    this.#pendingLength = 0;
+    return { invalid: reason };
+  }
+}

@@ -1,0 +1,134 @@
+/**
+ * RemotingServer: Bun.listen + one RemotingConnection per peer + a dispatch table from request
+ * code to processor. Unknown codes get REQUEST_CODE_NOT_SUPPORTED (the Java broker's behaviour;
+ * the Java name server stays silent and lets the caller time out, which helps nobody). A processor
+ * that throws gets SYSTEM_ERROR with the error text; the connection and the process carry on.
+ */
+import type { Socket, TCPSocketListener } from "bun";
+import type { Logger } from "../common/log.ts";
+import { createResponse, isOneway, type RemotingCommand } from "./command.ts";
+import { RemotingConnection } from "./connection.ts";
+import type { RequestProcessor } from "./processor.ts";
+import { ResponseCode } from "./response-code.ts";
+
+export interface RemotingServerOptions {
+  host: string;
+  port: number;
+  frameSizeMaxBytes: number;
+  connectionBufferMaxBytes: number;
+  log: Logger;
+}
+
+export class RemotingServer {
+  readonly #opts: RemotingServerOptions;
+  readonly #processors = new Map<number, RequestProcessor>();
+  readonly #connections = new Set<RemotingConnection>();
+  readonly #closeListeners: ((conn: RemotingConnection) => void)[] = [];
+  #listener: TCPSocketListener<RemotingConnection | undefined> | null = null;
+
+  constructor(opts: RemotingServerOptions) {
+    this.#opts = opts;
+  }
+
+  register(code: number, processor: RequestProcessor): void {
+    this.#processors.set(code, processor);
+  }
+
+  registerAll(codes: readonly number[], processor: RequestProcessor): void {
+    for (const c of codes) this.register(c, processor);
+  }
+
+  /** Called whenever a peer connection closes (namesrv uses it to drop brokers at once). */
+  onConnectionClose(listener: (conn: RemotingConnection) => void): void {
+    this.#closeListeners.push(listener);
+  }
+
+  get port(): number {
+    if (!this.#listener) throw new Error("server not started");
+    return this.#listener.port;
+  }
+
+  get host(): string {
+    return this.#opts.host;
+  }
+
+  get connectionCount(): number {
+    return this.#connections.size;
+  }
+
+  /** Binds the port; throws (e.g. EADDRINUSE) without leaving anything behind. */
+  start(): number {
+    const opts = this.#opts;
+    this.#listener = Bun.listen<RemotingConnection | undefined>({
+      hostname: opts.host,
+      port: opts.port,
+      socket: {
+        binaryType: "uint8array",
+        open: (socket) => {
+          socket.setNoDelay(true);
+          const conn = new RemotingConnection(socket as Socket<unknown>, {
+            frameSizeMaxBytes: opts.frameSizeMaxBytes,
+            connectionBufferMaxBytes: opts.connectionBufferMaxBytes,
+            log: opts.log,
+            onRequest: (c, cmd) => this.#dispatch(c, cmd),
+          });
+          socket.data = conn;
+          this.#connections.add(conn);
+          conn.onClose((c) => {
+            this.#connections.delete(c);
+            for (const l of this.#closeListeners) l(c);
+          });
+        },
+        data: (socket, chunk) => socket.data?.handleData(chunk),
+        drain: (socket) => socket.data?.handleDrain(),
+        close: (socket) => socket.data?.handleClosed(),
+        error: (socket, error) => {
+          opts.log.rateLimited("debug", "socket-error", `socket error from ${socket.data?.remoteAddress}: ${error.message}`);
+          socket.data?.handleClosed();
+        },
+      },
+    });
+    return this.#listener.port;
+  }
+
+  stop(): void {
+    for (const c of [...this.#connections]) c.close();
+    this.#listener?.stop(true);
+    this.#listener = null;
+  }
+
+  #dispatch(conn: RemotingConnection, cmd: RemotingCommand): void {
+    const processor = this.#processors.get(cmd.code);
+    if (!processor) {
+      conn.reply(cmd, createResponse(cmd, ResponseCode.REQUEST_CODE_NOT_SUPPORTED, ` request type ${cmd.code} not supported`));
+      return;
+    }
+    if (processor.reject?.()) {
+      conn.reply(cmd, createResponse(cmd, ResponseCode.SYSTEM_BUSY, "[REJECTREQUEST]system busy, start flow control for a while"));
+      return;
+    }
+    let result;
+    try {
+      result = processor.process(conn, cmd);
+    } catch (e) {
+      this.#fail(conn, cmd, e);
+      return;
+    }
+    if (result instanceof Promise) {
+      result.then(
+        (res) => {
+          if (res && !isOneway(cmd)) conn.send(res);
+        },
+        (e) => this.#fail(conn, cmd, e),
+      );
+    } else if (result && !isOneway(cmd)) {
+      conn.send(result);
+    }
+  }
+
+  #fail(conn: RemotingConnection, cmd: RemotingCommand, e: unknown): void {
+    const text = e instanceof Error ? e.message : String(e);
+    this.#opts.log.rateLimited("error", `process-${cmd.code}`, `request code ${cmd.code} from ${conn.remoteAddress} failed: ${text}`);
+    conn.reply(cmd, createResponse(cmd, ResponseCode.SYSTEM_ERROR, text));
+  }
+}
