@@ -1,0 +1,49 @@
+/**
+ * The admin HTTP API (Hono), built from the info functions of the components a process runs.
+ * Layout:
+ *   GET /health                      every role
+ *   name server: /cluster /brokers /topics /topics/:topic/route   (also under /namesrv/...)
+ * In standalone, the name server routes live under /namesrv/ so that broker routes (which arrive
+ * with the broker) own the root paths.
+ */
+import { type Context, Hono } from "hono";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+import type { NamesrvInfo } from "../namesrv/index.ts";
+import { ApiError } from "./errors.ts";
+import { namesrvRoutes } from "./routes/namesrv.ts";
+
+export interface AdminAppDeps {
+  role: string;
+  version: string;
+  startedAt: number;
+  namesrv?: NamesrvInfo;
+  /** Mount name server routes at the root too (role namesrv). */
+  namesrvAtRoot?: boolean;
+}
+
+export function buildAdminApp(deps: AdminAppDeps): Hono {
+  const app = new Hono();
+  app.get("/health", (c) =>
+    c.json({ status: "ok", role: deps.role, version: deps.version, uptimeMs: Date.now() - deps.startedAt }),
+  );
+  if (deps.namesrv) {
+    const routes = namesrvRoutes(deps.namesrv);
+    app.route("/namesrv", routes);
+    if (deps.namesrvAtRoot) app.route("/", routes);
+  }
+  const respond = (c: Context, err: ApiError) =>
+    c.json({ error: { code: err.code, message: err.message } }, err.status as ContentfulStatusCode);
+  app.notFound((c) => respond(c, new ApiError("NOT_FOUND", { path: c.req.path })));
+  app.onError((e, c) => respond(c, e instanceof ApiError ? e : new ApiError("INTERNAL", { detail: e.message })));
+  return app;
+}
+
+export interface AdminServer {
+  port: number;
+  stop(): void;
+}
+
+export function startAdminServer(app: Hono, host: string, port: number): AdminServer {
+  const server = Bun.serve({ hostname: host, port, fetch: app.fetch });
+  return { port: server.port ?? port, stop: () => void server.stop(true) };
+}

@@ -1,0 +1,50 @@
+/**
+ * Crash-safe small files: write `<path>.tmp`, fsync it, keep the previous version as `<path>.bak`,
+ * rename over `<path>`, fsync the directory. A crash leaves either the old or the new file whole,
+ * never half of one. Readers fall back to `.bak` when the main file is missing or unparsable.
+ */
+import { closeSync, copyFileSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from "node:fs";
+import { dirname } from "node:path";
+
+export function writeFileAtomic(path: string, data: string | Uint8Array): void {
+  const dir = dirname(path);
+  mkdirSync(dir, { recursive: true });
+  const tmp = `${path}.tmp`;
+  const fd = openSync(tmp, "w");
+  try {
+    writeSync(fd, typeof data === "string" ? Buffer.from(data) : data);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  if (existsSync(path)) copyFileSync(path, `${path}.bak`);
+  renameSync(tmp, path);
+  try {
+    const dfd = openSync(dir, "r");
+    try {
+      fsyncSync(dfd);
+    } finally {
+      closeSync(dfd);
+    }
+  } catch {
+    // Some filesystems refuse fsync on a directory; the rename itself is still atomic.
+  }
+}
+
+/**
+ * Reads `path`, or `<path>.bak` if the main file is missing or `parse` rejects it.
+ * Returns null when neither exists; throws only when a file exists and neither copy parses.
+ */
+export function readFileWithBackup<T>(path: string, parse: (text: string) => T): T | null {
+  let firstError: unknown = null;
+  for (const p of [path, `${path}.bak`]) {
+    if (!existsSync(p)) continue;
+    try {
+      return parse(readFileSync(p, "utf8"));
+    } catch (e) {
+      firstError ??= e;
+    }
+  }
+  if (firstError !== null) throw firstError;
+  return null;
+}
