@@ -1,0 +1,98 @@
+import { describe, expect, test } from "bun:test";
+import { HELP_TEXT, parseArgs, type CliArgs } from "./args.ts";
+
+function ok(argv: string[]): CliArgs {
+  const r = parseArgs(argv);
+  if ("errors" in r) throw new Error(r.errors.join("\n"));
+  return r;
+}
+
+function errors(argv: string[]): string[] {
+  const r = parseArgs(argv);
+  if (!("errors" in r)) throw new Error(`expected errors for ${argv.join(" ")}`);
+  return r.errors;
+}
+
+describe("parseArgs", () => {
+  test("every value flag, as --flag value", () => {
+    const r = ok([
+      "--role", "master", "--config", "c.yaml", "--listen", "0.0.0.0:10911", "--admin", "0.0.0.0:10910",
+      "--namesrv", "a:9876;b:9876", "--store", "/data", "--cluster", "C", "--broker-name", "B", "--broker-id", "0",
+      "--broker-role", "SYNC_MASTER", "--flush-disk", "SYNC_FLUSH", "--log-level", "debug", "--ports-file", "p.json",
+    ]);
+    expect(r).toEqual({
+      action: "run",
+      flags: {
+        role: "master", config: "c.yaml", listen: "0.0.0.0:10911", admin: "0.0.0.0:10910", namesrv: "a:9876;b:9876",
+        store: "/data", cluster: "C", brokerName: "B", brokerId: "0", brokerRole: "SYNC_MASTER", flushDisk: "SYNC_FLUSH",
+        logLevel: "debug", portsFile: "p.json",
+      },
+    });
+  });
+
+  test("--flag=value, including values that contain =", () => {
+    expect(ok(["--role=slave", "--store=/x=y", "--namesrv=[::1]:9876"]).flags).toEqual({ role: "slave", store: "/x=y", namesrv: "[::1]:9876" });
+  });
+
+  test("flags stay strings: values are validated by loadConfig", () => {
+    expect(ok(["--broker-id", "abc"]).flags.brokerId).toBe("abc");
+    expect(ok(["--broker-id", "-1"]).flags.brokerId).toBe("-1");
+  });
+
+  test("the role may be left to the config file", () => {
+    expect(ok(["--config", "config/standalone.yaml"])).toEqual({ action: "run", flags: { config: "config/standalone.yaml" } });
+  });
+
+  test("actions", () => {
+    expect(ok(["--role", "namesrv", "--check-config"]).action).toBe("check-config");
+    expect(ok(["--print-config", "--role", "namesrv"]).action).toBe("print-config");
+    expect(ok(["--version"]).action).toBe("version");
+    expect(ok(["--help"]).action).toBe("help");
+    expect(ok(["-h"]).action).toBe("help");
+  });
+
+  test("--help and --version need no role and win over other errors", () => {
+    expect(ok(["--bogus", "--help"]).action).toBe("help");
+    expect(ok(["--role", "nope", "--version"]).action).toBe("version");
+  });
+
+  test("unknown flags are named, with a suggestion", () => {
+    expect(errors(["--brokr-name", "x"])).toEqual([
+      '--brokr-name: unknown flag (did you mean "--broker-name"?)',
+      'unexpected argument "x" (flags start with --)',
+    ]);
+    expect(errors(["--frobnicate"])).toEqual(["--frobnicate: unknown flag"]);
+    expect(errors(["-x"])).toEqual(["-x: unknown flag"]);
+  });
+
+  test("unknown role", () => {
+    expect(errors(["--role", "broker"])).toEqual(['--role: unknown role "broker" (expected namesrv|master|slave|standalone)']);
+  });
+
+  test("missing values", () => {
+    expect(errors(["--role"])).toEqual(["--role: missing value (namesrv|master|slave|standalone)"]);
+    expect(errors(["--listen", "--role", "namesrv"])).toEqual(["--listen: missing value (HOST:PORT)"]);
+    expect(errors(["--store="])).toEqual(["--store: missing value (DIR)"]);
+  });
+
+  test("repeated flags, values on action flags and conflicting actions", () => {
+    expect(errors(["--store", "a", "--store", "b"])).toEqual(["--store: given more than once"]);
+    expect(errors(["--check-config=yes"])).toEqual(["--check-config: takes no value"]);
+    expect(errors(["--check-config", "--print-config"])).toEqual(["--check-config and --print-config cannot be combined"]);
+  });
+
+  test("several problems are reported together", () => {
+    expect(errors(["--role", "x", "--nope", "--listen"])).toHaveLength(3);
+  });
+});
+
+describe("HELP_TEXT", () => {
+  test("lists every flag and the default ports", () => {
+    const flags = [
+      "--role", "--config", "--listen", "--admin", "--namesrv", "--store", "--cluster", "--broker-name", "--broker-id",
+      "--broker-role", "--flush-disk", "--log-level", "--ports-file", "--check-config", "--print-config", "--version", "--help",
+    ];
+    for (const f of flags) expect(HELP_TEXT).toContain(`  ${f}`);
+    for (const port of ["9876", "9877", "10911", "10912", "10909", "10910"]) expect(HELP_TEXT).toContain(port);
+  });
+});

@@ -1,0 +1,131 @@
+/**
+ * The command line, as a contract that black-box tests rely on. Flags stay strings here;
+ * config/load.ts validates and converts them, so that a bad value is reported the same way
+ * whether it came from a flag or the YAML file.
+ */
+import type { CliFlags } from "../config/load.ts";
+import { closest, ROLES } from "../config/schema.ts";
+
+export type { CliFlags } from "../config/load.ts";
+
+export type CliAction = "run" | "check-config" | "print-config" | "version" | "help";
+
+export interface CliArgs {
+  action: CliAction;
+  flags: CliFlags;
+}
+
+/** Flags that take a value, with the placeholder shown in messages. */
+const VALUE_FLAGS: Record<string, { prop: keyof CliFlags; arg: string }> = {
+  "--role": { prop: "role", arg: ROLES.join("|") },
+  "--config": { prop: "config", arg: "FILE" },
+  "--listen": { prop: "listen", arg: "HOST:PORT" },
+  "--admin": { prop: "admin", arg: "HOST:PORT" },
+  "--namesrv": { prop: "namesrv", arg: "ADDR[;ADDR...]" },
+  "--store": { prop: "store", arg: "DIR" },
+  "--cluster": { prop: "cluster", arg: "NAME" },
+  "--broker-name": { prop: "brokerName", arg: "NAME" },
+  "--broker-id": { prop: "brokerId", arg: "N" },
+  "--broker-role": { prop: "brokerRole", arg: "ASYNC_MASTER|SYNC_MASTER" },
+  "--flush-disk": { prop: "flushDisk", arg: "ASYNC_FLUSH|SYNC_FLUSH" },
+  "--log-level": { prop: "logLevel", arg: "debug|info|warn|error" },
+  "--ports-file": { prop: "portsFile", arg: "FILE" },
+};
+
+const ACTION_FLAGS: Record<string, Exclude<CliAction, "run">> = {
+  "--check-config": "check-config",
+  "--print-config": "print-config",
+  "--version": "version",
+  "--help": "help",
+  "-h": "help",
+};
+
+/**
+ * Parses the arguments after the program name. Accepts `--flag value` and `--flag=value`.
+ * `--help` and `--version` win over everything else, including other errors, so they always work.
+ */
+export function parseArgs(argv: string[]): CliArgs | { errors: string[] } {
+  const flags: CliFlags = {};
+  const errors: string[] = [];
+  const actions = new Set<Exclude<CliAction, "run">>();
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] ?? "";
+    const eq = arg.startsWith("--") ? arg.indexOf("=") : -1;
+    const name = eq >= 0 ? arg.slice(0, eq) : arg;
+    const action = ACTION_FLAGS[name];
+    if (action !== undefined) {
+      if (eq >= 0) errors.push(`${name}: takes no value`);
+      actions.add(action);
+      continue;
+    }
+    const spec = VALUE_FLAGS[name];
+    if (spec === undefined) {
+      if (!arg.startsWith("-")) {
+        errors.push(`unexpected argument ${JSON.stringify(arg)} (flags start with --)`);
+        continue;
+      }
+      const near = closest(name, [...Object.keys(VALUE_FLAGS), ...Object.keys(ACTION_FLAGS)]);
+      errors.push(`${name}: unknown flag${near !== undefined ? ` (did you mean "${near}"?)` : ""}`);
+      continue;
+    }
+    let value: string | undefined;
+    if (eq >= 0) value = arg.slice(eq + 1);
+    else if (argv[i + 1] !== undefined && !(argv[i + 1] ?? "").startsWith("--")) value = argv[++i];
+    if (value === undefined || value === "") {
+      errors.push(`${name}: missing value (${spec.arg})`);
+      continue;
+    }
+    if (flags[spec.prop] !== undefined) {
+      errors.push(`${name}: given more than once`);
+      continue;
+    }
+    flags[spec.prop] = value;
+  }
+  if (actions.has("help")) return { action: "help", flags };
+  if (actions.has("version")) return { action: "version", flags };
+  if (flags.role !== undefined && !(ROLES as readonly string[]).includes(flags.role)) {
+    errors.push(`--role: unknown role ${JSON.stringify(flags.role)} (expected ${ROLES.join("|")})`);
+  }
+  if (actions.has("check-config") && actions.has("print-config")) {
+    errors.push("--check-config and --print-config cannot be combined");
+  }
+  if (errors.length > 0) return { errors };
+  const action = actions.has("print-config") ? "print-config" : actions.has("check-config") ? "check-config" : "run";
+  return { action, flags };
+}
+
+export const HELP_TEXT = `Usage: rocketbun --role namesrv|master|slave|standalone [--config FILE] [flags]
+
+A RocketMQ-compatible message broker. Precedence: flags > config file > built-in defaults.
+
+Roles:
+  namesrv      name server only
+  master       broker master (brokerId 0); needs --namesrv or broker.namesrvAddr
+  slave        broker slave (brokerId >= 1); replicates from its master's HA port
+  standalone   a name server and a master broker in one process
+
+Flags:
+  --role ROLE                 role to run; may instead come from "role:" in the config file
+  --config FILE               YAML config file (see config/*.yaml); flags override its values
+  --listen HOST:PORT          remoting address (namesrv.listen for namesrv, else broker.listen)
+  --admin HOST:PORT           admin HTTP address (namesrv.admin for namesrv, else broker.admin)
+  --namesrv ADDR[;ADDR...]    name servers the broker registers with (broker.namesrvAddr)
+  --store DIR                 data directory (store.dir, default ./data)
+  --cluster NAME              cluster name (broker.brokerClusterName, default DefaultCluster)
+  --broker-name NAME          broker name shared by a master and its slaves (default broker-a)
+  --broker-id N               0 = master, >= 1 = slave (default 0; 1 for role slave)
+  --broker-role ROLE          ASYNC_MASTER or SYNC_MASTER (default ASYNC_MASTER)
+  --flush-disk TYPE           ASYNC_FLUSH or SYNC_FLUSH (store.flushDiskType, default ASYNC_FLUSH)
+  --log-level LEVEL           debug, info, warn or error (default info)
+  --ports-file FILE           after binding, write the ports actually bound as JSON to FILE
+  --check-config              validate the configuration, store dir and ports, then exit
+  --print-config              print the effective configuration as YAML, then exit
+  --version                   print the version and exit
+  --help, -h                  print this help and exit
+
+Both --flag value and --flag=value are accepted.
+
+Default ports (port 0 = any free port; see --ports-file):
+  name server  9876, admin 9877 (listen port + 1)
+  broker       10911, HA 10912 (listen + 1), VIP 10909 (listen - 2), admin 10910 (listen - 1)
+`;

@@ -1,0 +1,559 @@
+/**
+ * The one typed schema of RocketBun's configuration (STYLE practices 4 and 10).
+ *
+ * `KEYS` lists every key once, in the order `--print-config` prints them: its type, unit, range or
+ * allowed values, the roles that read it and a one-line doc. Validation (`checkValue`), the shipped
+ * YAML files, `--print-config` and `--help` all follow this table, so a key cannot exist in one
+ * place and be missing from another. Keys keep RocketMQ's names so operators recognise them, with
+ * the unit added last (`...Ms`, `...Bytes`) where RocketMQ leaves it out.
+ *
+ * This module is pure: no file system and no network. Reading YAML, flags and network interfaces
+ * lives in load.ts; binding ports lives in preflight.ts.
+ */
+import { isIP } from "node:net";
+
+export type Role = "namesrv" | "master" | "slave" | "standalone";
+export const ROLES: readonly Role[] = ["namesrv", "master", "slave", "standalone"];
+
+export type LogLevel = "debug" | "info" | "warn" | "error";
+export const LOG_LEVELS: readonly LogLevel[] = ["debug", "info", "warn", "error"];
+
+export type BrokerRole = "ASYNC_MASTER" | "SYNC_MASTER" | "SLAVE";
+export type FlushDiskType = "ASYNC_FLUSH" | "SYNC_FLUSH";
+
+/** Port 0 means "any free port"; the server reports what it actually bound (--ports-file). */
+export interface HostPort {
+  host: string;
+  port: number;
+}
+
+export interface Config {
+  role: Role;
+  logLevel: LogLevel;
+  remoting: {
+    frameSizeMaxBytes: number;
+    connectionBufferMaxBytes: number;
+    requestTimeoutMs: number;
+  };
+  namesrv: {
+    listen: HostPort;
+    admin: HostPort;
+    brokerExpiredMs: number;
+    brokerScanIntervalMs: number;
+    orderMessageEnable: boolean;
+    kvConfigPath: string;
+  };
+  broker: {
+    listen: HostPort;
+    admin: HostPort;
+    namesrvAddr: string[];
+    brokerClusterName: string;
+    brokerName: string;
+    brokerId: number;
+    brokerRole: BrokerRole;
+    brokerIP1: string;
+    haMasterAddress: string;
+    autoCreateTopicEnable: boolean;
+    defaultTopicQueueNums: number;
+    registerNameServerPeriodMs: number;
+    maxMessageSizeBytes: number;
+  };
+  store: {
+    dir: string;
+    flushDiskType: FlushDiskType;
+    commitLogSegmentBytes: number;
+    flushIntervalMs: number;
+  };
+}
+
+export type SectionName = "remoting" | "namesrv" | "broker" | "store";
+export const SECTIONS: readonly SectionName[] = ["remoting", "namesrv", "broker", "store"];
+
+export type KeyPath =
+  | "role"
+  | "logLevel"
+  | `remoting.${keyof Config["remoting"]}`
+  | `namesrv.${keyof Config["namesrv"]}`
+  | `broker.${keyof Config["broker"]}`
+  | `store.${keyof Config["store"]}`;
+
+export type ConfigValue = string | number | boolean | HostPort | string[];
+
+/** Largest value a signed 32-bit wire or file field can carry (frame length, segment position). */
+export const INT32_MAX = 2147483647;
+
+export const NAMESRV_PORT = 9876;
+export const BROKER_PORT = 10911;
+/** The broker's HA port is listen + 1 and its VIP channel listen - 2, as in RocketMQ. */
+export const HA_PORT_OFFSET = 1;
+export const VIP_PORT_OFFSET = -2;
+/** Admin HTTP: name server listen + 1 (9877), broker listen - 1 (10910). */
+export const NAMESRV_ADMIN_OFFSET = 1;
+export const BROKER_ADMIN_OFFSET = -1;
+
+export type ValueType =
+  | { kind: "int"; min: number; max: number }
+  | { kind: "bool" }
+  | { kind: "enum"; values: readonly string[] }
+  /** Cluster and broker names: they end up in routes, file names and admin URLs. */
+  | { kind: "name" }
+  /** An advertised address: "" (derive it) or an IP / host name. */
+  | { kind: "hostOrEmpty" }
+  | { kind: "hostPort"; minPort: number; allowEmpty: boolean }
+  | { kind: "hostPortList" }
+  | { kind: "path"; allowEmpty: boolean };
+
+export interface KeyDef {
+  readonly key: KeyPath;
+  readonly type: ValueType;
+  readonly unit?: "bytes" | "ms";
+  /** Roles whose processes read this key; others accept it and ignore it. */
+  readonly roles: readonly Role[];
+  readonly doc: string;
+  /** How the default is found when it is not a constant (role-dependent or derived). */
+  readonly defaultDoc?: string;
+}
+
+const ALL: readonly Role[] = ROLES;
+const NAMESRV_ROLES: readonly Role[] = ["namesrv", "standalone"];
+const BROKER_ROLES: readonly Role[] = ["master", "slave", "standalone"];
+
+export function runsNamesrv(role: Role): boolean {
+  return NAMESRV_ROLES.includes(role);
+}
+
+export function runsBroker(role: Role): boolean {
+  return BROKER_ROLES.includes(role);
+}
+
+const int = (min: number, max = INT32_MAX): ValueType => ({ kind: "int", min, max });
+const listenType: ValueType = { kind: "hostPort", minPort: 0, allowEmpty: false };
+
+export const KEYS: readonly KeyDef[] = [
+  { key: "role", type: { kind: "enum", values: ROLES }, roles: ALL,
+    doc: "which process to run; --role overrides it", defaultDoc: "none (required)" },
+  { key: "logLevel", type: { kind: "enum", values: LOG_LEVELS }, roles: ALL,
+    doc: "lowest log level written" },
+
+  { key: "remoting.frameSizeMaxBytes", type: int(1024), unit: "bytes", roles: ALL,
+    doc: "largest remoting frame accepted; a bigger one closes the connection" },
+  { key: "remoting.connectionBufferMaxBytes", type: int(0), unit: "bytes", roles: ALL,
+    doc: "pending outbound bytes one connection may buffer before it is closed" },
+  { key: "remoting.requestTimeoutMs", type: int(1), unit: "ms", roles: ALL,
+    doc: "how long an outgoing request waits for its response" },
+
+  { key: "namesrv.listen", type: listenType, roles: NAMESRV_ROLES,
+    doc: "name server remoting address (HOST:PORT; port 0 = any free port)" },
+  { key: "namesrv.admin", type: listenType, roles: NAMESRV_ROLES,
+    doc: "name server admin HTTP address",
+    defaultDoc: "listen host, listen port + 1 (0 if listen port is 0)" },
+  { key: "namesrv.brokerExpiredMs", type: int(1), unit: "ms", roles: NAMESRV_ROLES,
+    doc: "a broker that has not registered for this long is dropped from routes" },
+  { key: "namesrv.brokerScanIntervalMs", type: int(1), unit: "ms", roles: NAMESRV_ROLES,
+    doc: "how often expired brokers are looked for" },
+  { key: "namesrv.orderMessageEnable", type: { kind: "bool" }, roles: NAMESRV_ROLES,
+    doc: "copy the ORDER_TOPIC_CONFIG KV entry into topic routes" },
+  { key: "namesrv.kvConfigPath", type: { kind: "path", allowEmpty: true }, roles: NAMESRV_ROLES,
+    doc: "KV config file", defaultDoc: "\"\" = <store.dir>/namesrv/kvConfig.json" },
+
+  { key: "broker.listen", type: listenType, roles: BROKER_ROLES,
+    doc: "broker remoting address; HA binds port + 1 and the VIP channel port - 2" },
+  { key: "broker.admin", type: listenType, roles: BROKER_ROLES,
+    doc: "broker admin HTTP address",
+    defaultDoc: "listen host, listen port - 1 (0 if listen port is 0)" },
+  { key: "broker.namesrvAddr", type: { kind: "hostPortList" }, roles: BROKER_ROLES,
+    doc: "name servers to register with (list of HOST:PORT, or one \"A;B\" string)",
+    defaultDoc: "[] (required for master/slave; standalone: its own name server)" },
+  { key: "broker.brokerClusterName", type: { kind: "name" }, roles: BROKER_ROLES,
+    doc: "cluster this broker belongs to" },
+  { key: "broker.brokerName", type: { kind: "name" }, roles: BROKER_ROLES,
+    doc: "name shared by a master and its slaves" },
+  { key: "broker.brokerId", type: int(0), roles: BROKER_ROLES,
+    doc: "0 = master, ≥ 1 = slave", defaultDoc: "0; 1 for role slave" },
+  { key: "broker.brokerRole", type: { kind: "enum", values: ["ASYNC_MASTER", "SYNC_MASTER", "SLAVE"] },
+    roles: BROKER_ROLES, doc: "SYNC_MASTER waits for a slave ack before answering a send",
+    defaultDoc: "ASYNC_MASTER; always SLAVE for role slave" },
+  { key: "broker.brokerIP1", type: { kind: "hostOrEmpty" }, roles: BROKER_ROLES,
+    doc: "address advertised to clients",
+    defaultDoc: "\"\" = listen host, or the first non-internal IPv4 when listening on 0.0.0.0" },
+  { key: "broker.haMasterAddress", type: { kind: "hostPort", minPort: 1, allowEmpty: true },
+    roles: ["slave"], doc: "slave only: the master's HA HOST:PORT",
+    defaultDoc: "\"\" = learned from the name server" },
+  { key: "broker.autoCreateTopicEnable", type: { kind: "bool" }, roles: BROKER_ROLES,
+    doc: "create a topic on first send instead of rejecting it",
+    defaultDoc: "true for standalone, false for master/slave" },
+  { key: "broker.defaultTopicQueueNums", type: int(1, 1024), roles: BROKER_ROLES,
+    doc: "queues given to an auto-created topic" },
+  { key: "broker.registerNameServerPeriodMs", type: int(1000, 60000), unit: "ms",
+    roles: BROKER_ROLES, doc: "how often the broker registers with every name server" },
+  { key: "broker.maxMessageSizeBytes", type: int(1), unit: "bytes", roles: BROKER_ROLES,
+    doc: "largest message body accepted" },
+
+  { key: "store.dir", type: { kind: "path", allowEmpty: false }, roles: ALL,
+    doc: "data directory (made absolute at load time, relative to the working directory)" },
+  { key: "store.flushDiskType", type: { kind: "enum", values: ["ASYNC_FLUSH", "SYNC_FLUSH"] },
+    roles: BROKER_ROLES, doc: "SYNC_FLUSH fsyncs before answering a send" },
+  { key: "store.commitLogSegmentBytes", type: int(65536), unit: "bytes", roles: BROKER_ROLES,
+    doc: "size of one CommitLog segment file" },
+  { key: "store.flushIntervalMs", type: int(1), unit: "ms", roles: BROKER_ROLES,
+    doc: "ASYNC_FLUSH: how often dirty pages are flushed" },
+];
+
+const BY_KEY = new Map<string, KeyDef>(KEYS.map((d) => [d.key, d]));
+
+export function keyDef(key: string): KeyDef | undefined {
+  return BY_KEY.get(key);
+}
+
+const MiB = 1024 * 1024;
+
+/** Built-in defaults for a role. Derived values (admin ports) follow the default listen ports. */
+export function defaultConfig(role: Role): Config {
+  const slave = role === "slave";
+  const namesrvListen = { host: "0.0.0.0", port: NAMESRV_PORT };
+  const brokerListen = { host: "0.0.0.0", port: BROKER_PORT };
+  return {
+    role,
+    logLevel: "info",
+    remoting: { frameSizeMaxBytes: 16 * MiB, connectionBufferMaxBytes: 64 * MiB, requestTimeoutMs: 3000 },
+    namesrv: {
+      listen: namesrvListen,
+      admin: defaultAdmin(namesrvListen, NAMESRV_ADMIN_OFFSET),
+      brokerExpiredMs: 120000,
+      brokerScanIntervalMs: 10000,
+      orderMessageEnable: false,
+      kvConfigPath: "",
+    },
+    broker: {
+      listen: brokerListen,
+      admin: defaultAdmin(brokerListen, BROKER_ADMIN_OFFSET),
+      namesrvAddr: [],
+      brokerClusterName: "DefaultCluster",
+      brokerName: "broker-a",
+      brokerId: slave ? 1 : 0,
+      brokerRole: slave ? "SLAVE" : "ASYNC_MASTER",
+      brokerIP1: "",
+      haMasterAddress: "",
+      autoCreateTopicEnable: role === "standalone",
+      defaultTopicQueueNums: 8,
+      registerNameServerPeriodMs: 30000,
+      maxMessageSizeBytes: 4 * MiB,
+    },
+    store: { dir: "./data", flushDiskType: "ASYNC_FLUSH", commitLogSegmentBytes: 1024 * MiB, flushIntervalMs: 500 },
+  };
+}
+
+/** Admin port next to the listen port; stays ephemeral when the listen port is. May exceed 65535. */
+export function defaultAdmin(listen: HostPort, offset: number): HostPort {
+  return { host: listen.host, port: listen.port === 0 ? 0 : listen.port + offset };
+}
+
+// Config is a closed two-level record; these two helpers are the only untyped access to it.
+export function getValue(config: Config, key: KeyPath): ConfigValue {
+  const [a, b] = key.split(".") as [string, string | undefined];
+  const top = (config as unknown as Record<string, unknown>)[a];
+  const v = b === undefined ? top : (top as Record<string, unknown>)[b];
+  return v as ConfigValue;
+}
+
+export function setValue(config: Config, key: KeyPath, value: ConfigValue): void {
+  const [a, b] = key.split(".") as [string, string | undefined];
+  const root = config as unknown as Record<string, unknown>;
+  if (b === undefined) root[a] = value;
+  else (root[a] as Record<string, unknown>)[b] = value;
+}
+
+// ---------------------------------------------------------------------------------------------
+// HOST:PORT
+
+const HOSTNAME = /^(?=.{1,253}$)[A-Za-z0-9_]([A-Za-z0-9_-]*[A-Za-z0-9_])?(\.[A-Za-z0-9_]([A-Za-z0-9_-]*[A-Za-z0-9_])?)*\.?$/;
+
+export function isValidHost(host: string): boolean {
+  return isIP(host) !== 0 || HOSTNAME.test(host);
+}
+
+/** Parses "host:port" or "[ipv6]:port". */
+export function parseHostPort(text: string, minPort = 0): HostPort | { invalid: string } {
+  const bracketed = /^\[([^\]]*)\]:(.*)$/.exec(text);
+  let host: string;
+  let portText: string;
+  if (bracketed) {
+    host = bracketed[1] ?? "";
+    portText = bracketed[2] ?? "";
+    if (isIP(host) !== 6) return { invalid: `"${text}": [${host}] is not an IPv6 address` };
+  } else {
+    const i = text.lastIndexOf(":");
+    if (i < 0) return { invalid: `expected HOST:PORT, got "${text}"` };
+    host = text.slice(0, i);
+    portText = text.slice(i + 1);
+    if (host.includes(":")) {
+      return { invalid: `"${text}": write IPv6 addresses in brackets, e.g. [::1]:9876` };
+    }
+    if (host === "") return { invalid: `expected HOST:PORT, got "${text}" (host is empty)` };
+    if (!isValidHost(host)) return { invalid: `"${text}": "${host}" is not a valid host` };
+  }
+  if (!/^[0-9]{1,5}$/.test(portText)) {
+    return { invalid: `expected HOST:PORT, got "${text}" (port must be a number)` };
+  }
+  const port = Number(portText);
+  if (port < minPort || port > 65535) {
+    return { invalid: `"${text}": port out of range: must be between ${minPort} and 65535` };
+  }
+  return { host, port };
+}
+
+export function formatHostPort(hp: HostPort): string {
+  return hp.host.includes(":") ? `[${hp.host}]:${hp.port}` : `${hp.host}:${hp.port}`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Checking one value
+
+export type Checked = { ok: true; value: ConfigValue } | { ok: false; problem: string };
+
+/** How a raw YAML value is shown in a message: strings quoted, numbers as written. */
+function show(raw: unknown, text?: string): string {
+  if (raw === null || raw === undefined) return "nothing";
+  if (typeof raw === "string") return JSON.stringify(raw);
+  if (Array.isArray(raw)) return "a list";
+  if (typeof raw === "object") return "a mapping";
+  return text ?? String(raw);
+}
+
+const NAME = /^[A-Za-z0-9_.%|-]{1,127}$/;
+
+/**
+ * Validates one value as it came out of YAML (`raw` is the parsed JS value, `text` the scalar's
+ * source text, used to reject integers written as 1.0 or 1e3). Ranges are checked here; rules
+ * that involve the role or other keys are in `crossCheck`.
+ */
+export function checkValue(def: KeyDef, raw: unknown, text?: string): Checked {
+  const t = def.type;
+  if (raw === null || raw === undefined) {
+    return { ok: false, problem: "missing value (remove the key to use the default)" };
+  }
+  switch (t.kind) {
+    case "int": {
+      const isInt = typeof raw === "number" && Number.isInteger(raw) && (text === undefined || /^[-+]?[0-9]+$/.test(text));
+      if (!isInt) return { ok: false, problem: `expected an integer, got ${show(raw, text)}` };
+      return checkRange(t, raw);
+    }
+    case "bool":
+      if (typeof raw !== "boolean") return { ok: false, problem: `expected true or false, got ${show(raw, text)}` };
+      return { ok: true, value: raw };
+    case "hostPortList": {
+      // RocketMQ writes the list as one "a:9876;b:9876" string; a YAML list reads better.
+      if (typeof raw === "string") return checkText(def, raw);
+      if (!Array.isArray(raw)) return { ok: false, problem: `expected a list of HOST:PORT, got ${show(raw, text)}` };
+      const items: string[] = [];
+      for (const [i, item] of raw.entries()) {
+        if (typeof item !== "string") {
+          return { ok: false, problem: `item ${i + 1}: expected a HOST:PORT string, got ${show(item)}` };
+        }
+        items.push(item);
+      }
+      return checkAddrList(items);
+    }
+    default: {
+      if (typeof raw === "string") return checkText(def, raw);
+      const written = text ?? String(raw);
+      const hint = typeof raw === "number" || typeof raw === "boolean" ? ` (quote it if you mean the text "${written}")` : "";
+      return { ok: false, problem: `expected a string, got ${show(raw, text)}${hint}` };
+    }
+  }
+}
+
+/** Validates a value given as text (a command-line flag); messages name the expected form. */
+export function checkFlagValue(def: KeyDef, text: string): Checked {
+  const t = def.type;
+  if (t.kind === "int") {
+    if (!/^[0-9]+$/.test(text)) return { ok: false, problem: `expected an integer ≥ ${t.min}, got ${JSON.stringify(text)}` };
+    return checkRange(t, Number(text));
+  }
+  if (t.kind === "bool") {
+    if (text === "true" || text === "false") return { ok: true, value: text === "true" };
+    return { ok: false, problem: `expected true or false, got ${JSON.stringify(text)}` };
+  }
+  return checkText(def, text);
+}
+
+function checkRange(t: { min: number; max: number }, n: number): Checked {
+  if (n >= t.min && n <= t.max) return { ok: true, value: n };
+  const want = t.max === INT32_MAX ? `must be ≥ ${t.min}` : `must be between ${t.min} and ${t.max}`;
+  return { ok: false, problem: `out of range: ${want}, got ${n}` };
+}
+
+function checkText(def: KeyDef, s: string): Checked {
+  const t = def.type;
+  switch (t.kind) {
+    case "enum": {
+      if (t.values.includes(s)) return { ok: true, value: s };
+      const near = t.values.find((v) => v.toLowerCase() === s.toLowerCase()) ?? closest(s, t.values);
+      const hint = near === undefined ? "" : ` (did you mean "${near}"?)`;
+      return { ok: false, problem: `${JSON.stringify(s)} is not one of the allowed values: ${t.values.join(", ")}${hint}` };
+    }
+    case "name":
+      if (NAME.test(s)) return { ok: true, value: s };
+      return { ok: false, problem: `expected 1-127 characters from A-Z a-z 0-9 _ . % | -, got ${JSON.stringify(s)}` };
+    case "hostOrEmpty":
+      if (s === "" || isValidHost(s)) return { ok: true, value: s };
+      return { ok: false, problem: `expected an IP address or host name, got ${JSON.stringify(s)}` };
+    case "hostPort": {
+      if (s === "" && t.allowEmpty) return { ok: true, value: s };
+      const hp = parseHostPort(s, t.minPort);
+      if ("invalid" in hp) return { ok: false, problem: hp.invalid };
+      // haMasterAddress is stored as the string the operator wrote; listen/admin as HostPort.
+      return { ok: true, value: t.allowEmpty ? s : hp };
+    }
+    case "hostPortList":
+      return checkAddrList(s.split(";").filter((part) => part.trim() !== ""));
+    case "path":
+      if (s === "" && !t.allowEmpty) return { ok: false, problem: "expected a path, got an empty string" };
+      return { ok: true, value: s };
+    default:
+      return { ok: false, problem: `expected ${t.kind}, got ${JSON.stringify(s)}` };
+  }
+}
+
+function checkAddrList(items: string[]): Checked {
+  const out: string[] = [];
+  for (const item of items) {
+    const hp = parseHostPort(item.trim(), 1);
+    if ("invalid" in hp) return { ok: false, problem: hp.invalid };
+    out.push(formatHostPort(hp));
+  }
+  return { ok: true, value: out };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rules across keys
+
+export interface BindPort {
+  /** The key the port comes from; HA and VIP ports come from broker.listen. */
+  key: KeyPath;
+  /** "name server", "name server admin", "broker", "HA", "VIP channel" or "broker admin". */
+  purpose: string;
+  hostPort: HostPort;
+  /** For ports computed from broker.listen: how, e.g. "listen port + 1". */
+  derived?: string;
+}
+
+/**
+ * Every port the role binds, in bind order. HA (listen + 1) and VIP (listen - 2) are left out
+ * when broker.listen has port 0: the server then picks free ports for them itself.
+ */
+export function portsToBind(config: Config): BindPort[] {
+  const out: BindPort[] = [];
+  if (runsNamesrv(config.role)) {
+    out.push({ key: "namesrv.listen", purpose: "name server", hostPort: config.namesrv.listen });
+    out.push({ key: "namesrv.admin", purpose: "name server admin", hostPort: config.namesrv.admin });
+  }
+  if (runsBroker(config.role)) {
+    const { host, port } = config.broker.listen;
+    out.push({ key: "broker.listen", purpose: "broker", hostPort: { host, port } });
+    if (port !== 0) {
+      const ha = { host, port: port + HA_PORT_OFFSET };
+      const vip = { host, port: port + VIP_PORT_OFFSET };
+      out.push({ key: "broker.listen", purpose: "HA", hostPort: ha, derived: "listen port + 1" });
+      out.push({ key: "broker.listen", purpose: "VIP channel", hostPort: vip, derived: "listen port - 2" });
+    }
+    out.push({ key: "broker.admin", purpose: "broker admin", hostPort: config.broker.admin });
+  }
+  return out;
+}
+
+const WILDCARD_HOSTS = new Set(["0.0.0.0", "::", ""]);
+
+function hostsOverlap(a: string, b: string): boolean {
+  return a === b || WILDCARD_HOSTS.has(a) || WILDCARD_HOSTS.has(b);
+}
+
+export interface KeyProblem {
+  key: KeyPath;
+  problem: string;
+}
+
+/** Rules that involve the role or several keys; each problem is attributed to one key. */
+export function crossCheck(config: Config): KeyProblem[] {
+  const out: KeyProblem[] = [];
+  const add = (key: KeyPath, problem: string) => out.push({ key, problem });
+  if (runsBroker(config.role)) checkBroker(config, add);
+  const ports = portsToBind(config);
+  for (const [i, p] of ports.entries()) {
+    const { host, port } = p.hostPort;
+    if (port === 0) continue;
+    const clash = ports.slice(0, i).find((q) => q.hostPort.port === port && hostsOverlap(q.hostPort.host, host));
+    if (clash) add(p.key, `port ${port} (${p.purpose}) is also bound by ${clash.key} (${clash.purpose})`);
+  }
+  return out;
+}
+
+function checkBroker(config: Config, add: (key: KeyPath, problem: string) => void): void {
+  const { role, broker: b } = config;
+  if (role === "slave") {
+    if (b.brokerId < 1) add("broker.brokerId", `must be ≥ 1 for role slave, got ${b.brokerId} (brokerId 0 is the master)`);
+    if (b.brokerRole !== "SLAVE") {
+      add("broker.brokerRole", `"${b.brokerRole}" is not allowed for role slave (a slave's brokerRole is always SLAVE)`);
+    }
+  } else {
+    if (b.brokerId !== 0) add("broker.brokerId", `must be 0 for role ${role}, got ${b.brokerId} (only slaves have brokerId ≥ 1)`);
+    if (b.brokerRole === "SLAVE") {
+      add("broker.brokerRole", `"SLAVE" is not allowed for role ${role} (use ASYNC_MASTER or SYNC_MASTER, or --role slave)`);
+    }
+  }
+  if ((role === "master" || role === "slave") && b.namesrvAddr.length === 0) {
+    add("broker.namesrvAddr", `missing required value for role ${role}: list at least one name server HOST:PORT (or pass --namesrv)`);
+  }
+  const p = b.listen.port;
+  if (p !== 0 && (p < 3 || p > 65534)) {
+    add("broker.listen", `port must be 0 or between 3 and 65534, got ${p} ` +
+      "(the broker also binds port + 1 for HA and port - 2 for the VIP channel)");
+  }
+  const segment = config.store.commitLogSegmentBytes;
+  if (b.maxMessageSizeBytes >= segment) {
+    add("broker.maxMessageSizeBytes", `must be smaller than store.commitLogSegmentBytes (${segment}) ` +
+      `so a message fits in one segment, got ${b.maxMessageSizeBytes}`);
+  }
+  const frame = config.remoting.frameSizeMaxBytes;
+  if (b.maxMessageSizeBytes >= frame) {
+    add("broker.maxMessageSizeBytes", `must be smaller than remoting.frameSizeMaxBytes (${frame}) ` +
+      `so a message fits in one frame, got ${b.maxMessageSizeBytes}`);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Close-match suggestions for unknown keys, flags and values
+
+/** Edit distance counting a swap of two neighbours as one edit ("brokerNmae" → "brokerName"). */
+export function editDistance(a: string, b: string): number {
+  const row = (i: number) => Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0));
+  const d: number[][] = Array.from({ length: a.length + 1 }, (_, i) => row(i));
+  const at = (i: number, j: number): number => d[i]?.[j] ?? 0;
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      let v = Math.min(at(i - 1, j) + 1, at(i, j - 1) + 1, at(i - 1, j - 1) + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) v = Math.min(v, at(i - 2, j - 2) + 1);
+      const di = d[i];
+      if (di) di[j] = v;
+    }
+  }
+  return at(a.length, b.length);
+}
+
+/** The candidate closest to `word`, if it is close enough to be a plausible typo. */
+export function closest(word: string, candidates: readonly string[]): string | undefined {
+  let best: string | undefined;
+  let bestD = Infinity;
+  const lower = word.toLowerCase();
+  for (const c of candidates) {
+    const dist = c.toLowerCase() === lower ? 0 : editDistance(lower, c.toLowerCase());
+    if (dist < bestD) {
+      best = c;
+      bestD = dist;
+    }
+  }
+  // Allow about one edit per three characters; very short words only match ignoring case.
+  const allowed = word.length < 3 ? 0 : Math.max(1, Math.floor(word.length / 3));
+  return bestD <= allowed ? best : undefined;
+}

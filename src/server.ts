@@ -1,0 +1,173 @@
+/**
+ * Entry point of the `rocketbun` binary: argv → config → start the role's components → signals.
+ * Nothing else lives here. Exit codes: 0 = clean, 2 = bad command line or config (nothing was
+ * started), 1 = failure at run time.
+ */
+import { writeFileSync } from "node:fs";
+import { HELP_TEXT, parseArgs } from "./cli/args.ts";
+import { loadConfig, toYaml } from "./config/load.ts";
+import { preflight } from "./config/preflight.ts";
+import type { Config } from "./config/schema.ts";
+import { err, out, scope, setLogLevel } from "./common/log.ts";
+import { buildAdminApp, startAdminServer, type AdminServer } from "./admin/index.ts";
+import { NamesrvController } from "./namesrv/index.ts";
+import { GIT_COMMIT, VERSION } from "./version.ts";
+
+const EXIT_CONFIG = 2;
+const SHUTDOWN_DEADLINE_MS = 9000;
+const log = scope("server");
+
+interface Running {
+  stop(): Promise<void>;
+}
+
+function fmt(host: string, port: number): string {
+  return host.includes(":") ? `[${host}]:${port}` : `${host}:${port}`;
+}
+
+async function main(argv: string[]): Promise<number> {
+  const args = parseArgs(argv);
+  if ("errors" in args) {
+    for (const e of args.errors) err(`rocketbun: ${e}`);
+    err("Run 'rocketbun --help' for usage.");
+    return EXIT_CONFIG;
+  }
+  if (args.action === "version") {
+    out(`rocketbun ${VERSION} (commit ${GIT_COMMIT}, bun ${Bun.version})`);
+    return 0;
+  }
+  if (args.action === "help") {
+    out(HELP_TEXT);
+    return 0;
+  }
+  const loaded = loadConfig(args.flags.config !== undefined ? { file: args.flags.config, flags: args.flags } : { flags: args.flags });
+  if ("errors" in loaded) {
+    for (const e of loaded.errors) err(e);
+    err(`rocketbun: ${loaded.errors.length} configuration problem(s); nothing was started`);
+    return EXIT_CONFIG;
+  }
+  for (const w of loaded.warnings ?? []) err(`rocketbun: warning: ${w}`);
+  const config = loaded.config;
+  if (args.action === "print-config") {
+    out(toYaml(config));
+    return 0;
+  }
+  const problems = await preflight(config, loaded);
+  if (problems.length > 0) {
+    for (const p of problems) err(p);
+    err(`rocketbun: ${problems.length} configuration problem(s); nothing was started`);
+    return EXIT_CONFIG;
+  }
+  if (args.action === "check-config") {
+    out(`rocketbun: configuration OK (role ${config.role})`);
+    return 0;
+  }
+  setLogLevel(config.logLevel);
+  let running: Running;
+  try {
+    running = startRole(config, args.flags.portsFile);
+  } catch (e) {
+    err(`rocketbun: cannot start: ${e instanceof Error ? e.message : String(e)}`);
+    return EXIT_CONFIG;
+  }
+  return await waitForSignal(running);
+}
+
+/** Starts everything or nothing: a failure part-way stops what already started, then rethrows. */
+function startRole(config: Config, portsFile: string | undefined): Running {
+  const startedAt = Date.now();
+  const stops: (() => void | Promise<void>)[] = [];
+  const ports: Record<string, number | string> = { pid: process.pid, role: config.role };
+  const line: string[] = [`role=${config.role}`, `version=${VERSION}`];
+  try {
+    let namesrv: NamesrvController | undefined;
+    if (config.role === "namesrv" || config.role === "standalone") {
+      const ns = config.namesrv;
+      namesrv = new NamesrvController({
+        host: ns.listen.host,
+        port: ns.listen.port,
+        brokerExpiredMs: ns.brokerExpiredMs,
+        brokerScanIntervalMs: ns.brokerScanIntervalMs,
+        orderMessageEnable: ns.orderMessageEnable,
+        kvConfigPath: ns.kvConfigPath,
+        storeDir: config.store.dir,
+        frameSizeMaxBytes: config.remoting.frameSizeMaxBytes,
+        connectionBufferMaxBytes: config.remoting.connectionBufferMaxBytes,
+      });
+      const port = bindOrExplain("namesrv.listen", ns.listen.host, ns.listen.port, () => namesrv!.start());
+      const ctl = namesrv;
+      stops.push(() => ctl.stop());
+      ports.namesrv = port;
+      line.push(`${config.role === "namesrv" ? "listen" : "namesrv"}=${fmt(ns.listen.host, port)}`);
+    }
+    if (config.role !== "namesrv") {
+      // The broker (CommitLog store, send/pull processors, registration) arrives with its own
+      // issues; until then the broker roles validate their config and serve the admin API only.
+      log.warn(`role ${config.role}: the broker component is not built yet; only ${namesrv ? "the name server and " : ""}the admin API run`);
+    }
+    const adminAddr = config.role === "namesrv" ? config.namesrv.admin : config.broker.admin;
+    const app = buildAdminApp({
+      role: config.role,
+      version: VERSION,
+      startedAt,
+      ...(namesrv ? { namesrv: namesrv.info, namesrvAtRoot: true } : {}),
+    });
+    const admin: AdminServer = bindOrExplain(config.role === "namesrv" ? "namesrv.admin" : "broker.admin", adminAddr.host, adminAddr.port, () =>
+      startAdminServer(app, adminAddr.host, adminAddr.port),
+    );
+    stops.push(() => admin.stop());
+    ports.admin = admin.port;
+    line.push(`admin=${fmt(adminAddr.host, admin.port)}`, `store=${config.store.dir}`);
+    if (portsFile) writeFileSync(portsFile, JSON.stringify(ports) + "\n");
+    out(`rocketbun started: ${line.join(" ")}`);
+  } catch (e) {
+    for (const s of stops.reverse()) void s();
+    throw e;
+  }
+  return {
+    async stop() {
+      for (const s of stops.reverse()) await s();
+    },
+  };
+}
+
+function bindOrExplain<T>(key: string, host: string, port: number, bind: () => T): T {
+  try {
+    return bind();
+  } catch (e) {
+    const code = (e as { code?: string }).code;
+    const why = code === "EADDRINUSE" ? "is already in use" : `cannot be bound (${e instanceof Error ? e.message : String(e)})`;
+    throw new Error(`${key}: ${fmt(host, port)} ${why}`);
+  }
+}
+
+function waitForSignal(running: Running): Promise<number> {
+  return new Promise((resolve) => {
+    let stopping = false;
+    const shutdown = (signal: string) => {
+      if (stopping) return;
+      stopping = true;
+      log.info(`${signal} received: shutting down`);
+      const deadline = setTimeout(() => {
+        log.error(`shutdown did not finish within ${SHUTDOWN_DEADLINE_MS} ms; exiting anyway`);
+        resolve(1);
+      }, SHUTDOWN_DEADLINE_MS);
+      running.stop().then(
+        () => {
+          clearTimeout(deadline);
+          log.info("stopped");
+          resolve(0);
+        },
+        (e) => {
+          clearTimeout(deadline);
+          log.error(`shutdown failed: ${e instanceof Error ? e.message : String(e)}`);
+          resolve(1);
+        },
+      );
+    };
+    process.on("SIGTERM", () => shutdown("SIGTERM"));
+    process.on("SIGINT", () => shutdown("SIGINT"));
+  });
+}
+
+process.exit(await main(process.argv.slice(2)));
