@@ -49,7 +49,10 @@ export class NamesrvRequestProcessor implements RequestProcessor {
       [RequestCode.GET_ROUTEINFO_BY_TOPIC, (_c, cmd) => this.#getRoute(cmd)],
       [RequestCode.GET_BROKER_CLUSTER_INFO, (_c, cmd) => ok(cmd, undefined, jsonBytes(this.#d.routes.getClusterInfo()))],
       [RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER, (_c, cmd) => ok(cmd, undefined, jsonBytes({ topicList: this.#d.routes.getAllTopics() }))],
-      [RequestCode.GET_TOPICS_BY_CLUSTER, (_c, cmd) => ok(cmd, undefined, jsonBytes({ topicList: this.#d.routes.getTopicsByCluster(reqString(cmd.extFields, "cluster")) }))],
+      [
+        RequestCode.GET_TOPICS_BY_CLUSTER,
+        (_c, cmd) => ok(cmd, undefined, jsonBytes({ topicList: this.#d.routes.getTopicsByCluster(reqString(cmd.extFields, "cluster")) })),
+      ],
       [RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_NS, (_c, cmd) => ok(cmd, undefined, jsonBytes(this.#d.routes.getSystemTopicList()))],
       [RequestCode.GET_UNIT_TOPIC_LIST, (_c, cmd) => this.#unitTopics(cmd, (f) => (f & TOPIC_SYS_FLAG_UNIT) !== 0)],
       [RequestCode.GET_HAS_UNIT_SUB_TOPIC_LIST, (_c, cmd) => this.#unitTopics(cmd, (f) => (f & TOPIC_SYS_FLAG_UNIT_SUB) !== 0)],

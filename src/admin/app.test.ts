@@ -1,0 +1,52 @@
+import { describe, expect, test } from "bun:test";
+import type { NamesrvInfo } from "../namesrv/index.ts";
+import { buildAdminApp } from "./app.ts";
+
+const info: NamesrvInfo = {
+  cluster: () => ({ brokerAddrTable: {}, clusterAddrTable: { C: ["broker-a"] } }),
+  brokers: () => [],
+  topics: () => ["T"],
+  topicRoute: (t) =>
+    t === "T"
+      ? {
+          queueDatas: [{ brokerName: "broker-a", readQueueNums: 4, writeQueueNums: 4, perm: 6, topicSysFlag: 0 }],
+          brokerDatas: [{ cluster: "C", brokerName: "broker-a", brokerAddrs: { "0": "127.0.0.1:10911" } }],
+          filterServerTable: {},
+        }
+      : null,
+};
+
+describe("admin app (in process)", () => {
+  const app = buildAdminApp({ role: "namesrv", version: "9.9.9", startedAt: Date.now(), namesrv: info, namesrvAtRoot: true });
+
+  test("/health", async () => {
+    const r = await app.request("/health");
+    expect(r.status).toBe(200);
+    expect(await r.json()).toMatchObject({ status: "ok", role: "namesrv", version: "9.9.9" });
+  });
+
+  test("name server routes at the root and under /namesrv", async () => {
+    for (const prefix of ["", "/namesrv"]) {
+      expect(await (await app.request(`${prefix}/topics`)).json()).toEqual({ topics: ["T"] });
+      expect(await (await app.request(`${prefix}/cluster`)).json()).toMatchObject({ clusterAddrTable: { C: ["broker-a"] } });
+      expect(await (await app.request(`${prefix}/brokers`)).json()).toEqual({ brokers: [] });
+      const route = await app.request(`${prefix}/topics/T/route`);
+      expect(((await route.json()) as { queueDatas: unknown[] }).queueDatas).toHaveLength(1);
+    }
+  });
+
+  test("errors are 4xx JSON with a stable code", async () => {
+    const missing = await app.request("/topics/nope/route");
+    expect(missing.status).toBe(404);
+    expect(await missing.json()).toEqual({ error: { code: "TOPIC_NOT_EXIST", message: "no route for topic nope" } });
+    const nf = await app.request("/nothing/here");
+    expect(nf.status).toBe(404);
+    expect(((await nf.json()) as { error: { code: string } }).error.code).toBe("NOT_FOUND");
+  });
+
+  test("standalone keeps name server routes under /namesrv only", async () => {
+    const s = buildAdminApp({ role: "standalone", version: "1", startedAt: Date.now(), namesrv: info });
+    expect((await s.request("/namesrv/topics")).status).toBe(200);
+    expect((await s.request("/topics/T/route")).status).toBe(404);
+  });
+});
