@@ -120,6 +120,8 @@ export class RemotingClient {
       }
       return conn;
     } catch (e) {
+      // A connect that completes after the timeout must not stay open as an orphan connection.
+      connecting.then((socket) => (conn ? conn.close() : socket.end()), () => {});
       if (e instanceof RemotingClosedError) throw e;
       throw new RemotingClosedError(`connect to ${addr} failed: ${e instanceof Error ? e.message : String(e)}`);
     } finally {

@@ -21,19 +21,23 @@ export function optString(ext: ExtFields | undefined, key: string): string | und
   return v === undefined || v === "" ? undefined : v;
 }
 
-export function reqInt(ext: ExtFields | undefined, key: string): number {
-  const s = reqString(ext, key);
-  const n = Number(s);
+/** Decimal digits with an optional sign, as Java's parseInt/parseLong accept (Number() also takes " ", "0x10", "1e3"). */
+const DECIMAL_INTEGER = /^[+-]?\d+$/;
+
+function toInt(key: string, s: string): number {
+  const n = DECIMAL_INTEGER.test(s) ? Number(s) : NaN;
   if (!Number.isInteger(n)) throw new HeaderError(`the custom field <${key}> is not an integer: ${s}`);
   return n;
+}
+
+export function reqInt(ext: ExtFields | undefined, key: string): number {
+  return toInt(key, reqString(ext, key));
 }
 
 export function optInt(ext: ExtFields | undefined, key: string): number | undefined {
   const s = optString(ext, key);
   if (s === undefined) return undefined;
-  const n = Number(s);
-  if (!Number.isInteger(n)) throw new HeaderError(`the custom field <${key}> is not an integer: ${s}`);
-  return n;
+  return toInt(key, s);
 }
 
 export function optBool(ext: ExtFields | undefined, key: string): boolean | undefined {
