@@ -1,0 +1,145 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { CommitLog, type StoreRecordInput } from "./commit-log.ts";
+import { BLANK_MAGIC_CODE, decodeRecordAt, parseHostAddress } from "./message-record.ts";
+
+const dirs: string[] = [];
+const logs: CommitLog[] = [];
+afterEach(() => {
+  for (const l of logs.splice(0)) l.close();
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+function open(segmentBytes = 4096, flushDiskType: "ASYNC_FLUSH" | "SYNC_FLUSH" = "ASYNC_FLUSH", dir?: string): CommitLog {
+  const d = dir ?? mkdtempSync(join(tmpdir(), "cl-test-"));
+  if (!dir) dirs.push(d);
+  const cl = new CommitLog({ dir: d, segmentBytes, flushDiskType, flushIntervalMs: 50, now: () => 1_700_000_000_000 });
+  logs.push(cl);
+  return cl;
+}
+
+const enc = new TextEncoder();
+function rec(i: number, bodyBytes = 1000, topic = "TopicA", queueId = 0): StoreRecordInput {
+  const body = new Uint8Array(bodyBytes).fill(i & 0xff);
+  return {
+    topicName: topic,
+    topic: enc.encode(topic),
+    queueId,
+    flag: 0,
+    body,
+    properties: enc.encode(`TAGS\u0001T${i}\u0002KEYS\u0001k${i}`),
+    sysFlag: 0,
+    bornTimestamp: 1_700_000_000_000 - i,
+    bornHost: parseHostAddress("10.0.0.9:51000"),
+    storeHost: parseHostAddress("10.0.0.1:10911"),
+    reconsumeTimes: 0,
+    preparedTransactionOffset: 0,
+  };
+}
+
+describe("CommitLog", () => {
+  test("append assigns dense physical offsets and per-queue offsets; records read back intact", () => {
+    const cl = open();
+    const a = cl.append(rec(1, 100));
+    const b = cl.append(rec(2, 100, "TopicA", 1));
+    const c = cl.append(rec(3, 100));
+    expect(a.physicalOffset).toBe(0);
+    expect(b.physicalOffset).toBe(a.size);
+    expect(c.physicalOffset).toBe(a.size + b.size);
+    expect([a.queueOffset, b.queueOffset, c.queueOffset]).toEqual([0, 0, 1]);
+    const r = cl.readRecord(c.physicalOffset, true)!;
+    expect(r.queueOffset).toBe(1);
+    expect(r.physicalOffset).toBe(c.physicalOffset);
+    expect(r.topic).toBe("TopicA");
+    expect(r.body[0]).toBe(3);
+    expect(cl.maxOffset).toBe(a.size + b.size + c.size);
+  });
+
+  test("segments roll over with a BLANK marker; no record spans two segments", () => {
+    const cl = open(4096);
+    const results = Array.from({ length: 20 }, (_, i) => cl.append(rec(i, 1000)));
+    expect(cl.segments.length).toBeGreaterThan(4);
+    for (const r of results) {
+      expect(Math.floor(r.physicalOffset / 4096)).toBe(Math.floor((r.physicalOffset + r.size - 1) / 4096));
+      const back = cl.readRecord(r.physicalOffset, true)!;
+      expect(back.physicalOffset).toBe(r.physicalOffset);
+    }
+    const first = cl.segments[0]!;
+    let pos = 0;
+    let blank = -1;
+    for (;;) {
+      const d = decodeRecordAt(first.buf, pos, { checkCrc: true });
+      if ("blank" in d) {
+        blank = pos;
+        expect(first.view.getInt32(pos + 4)).toBe(BLANK_MAGIC_CODE);
+        expect(pos + d.blank).toBe(4096);
+        break;
+      }
+      if (!("totalSize" in d)) throw new Error(`unexpected ${JSON.stringify(d)}`);
+      pos += d.totalSize;
+    }
+    expect(blank).toBeGreaterThan(0);
+    expect(results[3]!.physicalOffset).toBe(4096);
+  });
+
+  test("a batch is stored contiguously in one segment with consecutive queue offsets", () => {
+    const cl = open(8192);
+    cl.append(rec(0, 3000));
+    const batch = cl.appendBatch([rec(1, 1500), rec(2, 1500), rec(3, 1500)]);
+    expect(batch.map((b) => b.queueOffset)).toEqual([1, 2, 3]);
+    expect(batch[1]!.physicalOffset).toBe(batch[0]!.physicalOffset + batch[0]!.size);
+    const seg = (o: number) => Math.floor(o / 8192);
+    expect(seg(batch[0]!.physicalOffset)).toBe(seg(batch[2]!.physicalOffset + batch[2]!.size - 1));
+  });
+
+  test("a record larger than a segment is refused without damaging the log", () => {
+    const cl = open(4096);
+    cl.append(rec(0, 100));
+    expect(() => cl.append(rec(1, 5000))).toThrow(/do not fit/);
+    expect(cl.writeError).toBeNull();
+    expect(cl.append(rec(2, 100)).queueOffset).toBe(1);
+  });
+
+  test("SYNC_FLUSH: concurrent waiters all resolve after one group commit", async () => {
+    const cl = open(1 << 20, "SYNC_FLUSH");
+    const waits = Array.from({ length: 50 }, (_, i) => {
+      const r = cl.append(rec(i, 200));
+      return cl.waitForFlush(r.physicalOffset + r.size, 5000);
+    });
+    expect(await Promise.all(waits)).toEqual(Array(50).fill(true));
+    expect(cl.flushedOffset).toBe(cl.maxOffset);
+  });
+
+  test("ASYNC_FLUSH: the background service flushes", async () => {
+    const cl = open(1 << 20, "ASYNC_FLUSH");
+    cl.startFlushService();
+    cl.append(rec(1, 200));
+    const deadline = Date.now() + 3000;
+    while (cl.flushedOffset < cl.maxOffset && Date.now() < deadline) await Bun.sleep(10);
+    expect(cl.flushedOffset).toBe(cl.maxOffset);
+  });
+
+  test("truncateTo drops the tail; appends continue there; reload maps the same segments", () => {
+    const dir = mkdtempSync(join(tmpdir(), "cl-test-"));
+    dirs.push(dir);
+    const cl = open(4096, "ASYNC_FLUSH", dir);
+    const rs = Array.from({ length: 10 }, (_, i) => cl.append(rec(i, 500)));
+    const cut = rs[6]!.physicalOffset;
+    cl.truncateTo(cut);
+    expect(cl.maxOffset).toBe(cut);
+    expect(cl.readRecord(cut)).toBeUndefined();
+    cl.setNextQueueOffset("TopicA", 0, 6);
+    const again = cl.append(rec(99, 500));
+    expect(again.physicalOffset).toBe(cut);
+    expect(again.queueOffset).toBe(6);
+    cl.flushSync();
+    cl.close();
+    logs.pop();
+    const re = open(4096, "ASYNC_FLUSH", dir);
+    expect(re.load()).toEqual([]);
+    expect(re.segments.length).toBe(Math.floor(cut / 4096) + 1);
+    expect(re.readRecord(again.physicalOffset, true)!.body[0]).toBe(99);
+  });
+});

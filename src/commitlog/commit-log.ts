@@ -1,0 +1,272 @@
+/**
+ * CommitLog: the one append-only log of every message, in MappedFile segments named by their
+ * start offset. Records use RocketMQ's stored layout (./message-record.ts), so a pull can hand
+ * the bytes to a client untouched.
+ *
+ * Invariants:
+ *   - a record never spans two segments: a record is written only if at least
+ *     BLANK_MARKER_SIZE bytes remain after it; otherwise the rest of the segment gets a BLANK
+ *     marker (TOTALSIZE = bytes left, MAGIC = BLANK) and writing continues in the next segment;
+ *   - physical offsets are global and dense: maxOffset = last segment start + its write position;
+ *   - flushedOffset ≤ maxOffset; everything below flushedOffset survived an fdatasync.
+ *
+ * Flush modes: ASYNC_FLUSH flushes in the background every `flushIntervalMs`; SYNC_FLUSH callers
+ * await `waitForFlush(offset)`, and all waiters that arrive while one fdatasync runs share the
+ * next one (group commit). Queue offsets per topic-queue are assigned here, at append time, so
+ * that a record on disk always carries its final queue offset.
+ */
+import { MappedFileQueue } from "./mapped-file-queue.ts";
+import type { MappedFile } from "./mapped-file.ts";
+import {
+  BLANK_MARKER_SIZE,
+  decodeRecordAt,
+  encodeRecord,
+  recordSize,
+  writeBlankMarker,
+  type DecodedRecord,
+  type RecordInput,
+} from "./message-record.ts";
+
+export type FlushDiskType = "ASYNC_FLUSH" | "SYNC_FLUSH";
+
+export interface CommitLogOptions {
+  dir: string;
+  segmentBytes: number;
+  flushDiskType: FlushDiskType;
+  flushIntervalMs: number;
+  now?: () => number;
+}
+
+/** A record to append: the layout's input plus the topic as a string (for queue offsets). */
+export type StoreRecordInput = RecordInput & { topicName: string };
+
+export interface AppendResult {
+  physicalOffset: number;
+  size: number;
+  queueOffset: number;
+  storeTimestamp: number;
+}
+
+export class CommitLogError extends Error {
+  override name = "CommitLogError";
+}
+
+export class CommitLog {
+  readonly #opts: CommitLogOptions;
+  readonly #files: MappedFileQueue;
+  readonly #now: () => number;
+  /** `${topic}-${queueId}` → next queue offset. */
+  readonly #queueOffsets = new Map<string, number>();
+  #flushedOffset = 0;
+  #flushing: Promise<void> | null = null;
+  #waiters: { offset: number; resolve: (ok: boolean) => void; timer: ReturnType<typeof setTimeout> | null }[] = [];
+  #flushTimer: ReturnType<typeof setInterval> | null = null;
+  /** Sticky: once a write or flush failed, every later write is refused (NATS' mb.werr). */
+  #writeError: Error | null = null;
+
+  constructor(opts: CommitLogOptions) {
+    this.#opts = opts;
+    this.#now = opts.now ?? Date.now;
+    this.#files = new MappedFileQueue(opts.dir, opts.segmentBytes);
+  }
+
+  /** Maps the segments found on disk (positions are set by `recover`). */
+  load(): string[] {
+    return this.#files.load();
+  }
+
+  startFlushService(): void {
+    if (this.#opts.flushDiskType === "ASYNC_FLUSH" && !this.#flushTimer) {
+      this.#flushTimer = setInterval(() => void this.flush(), this.#opts.flushIntervalMs);
+    }
+  }
+
+  get minOffset(): number {
+    return this.#files.minOffset;
+  }
+
+  get maxOffset(): number {
+    return this.#files.maxOffset;
+  }
+
+  get flushedOffset(): number {
+    return this.#flushedOffset;
+  }
+
+  get segmentBytes(): number {
+    return this.#opts.segmentBytes;
+  }
+
+  get writeError(): Error | null {
+    return this.#writeError;
+  }
+
+  get segments(): readonly MappedFile[] {
+    return this.#files.files;
+  }
+
+  nextQueueOffset(topic: string, queueId: number): number {
+    return this.#queueOffsets.get(`${topic}-${queueId}`) ?? 0;
+  }
+
+  setNextQueueOffset(topic: string, queueId: number, offset: number): void {
+    this.#queueOffsets.set(`${topic}-${queueId}`, offset);
+  }
+
+  removeQueueOffsets(topic: string): void {
+    for (const k of [...this.#queueOffsets.keys()]) if (k.startsWith(`${topic}-`) && /^\d+$/.test(k.slice(topic.length + 1))) this.#queueOffsets.delete(k);
+  }
+
+  /**
+   * Appends records contiguously (a batch is stored as its messages, back to back, in one
+   * segment). `assignQueueOffset` false stores queue offset 0 and does not advance the queue
+   * (prepared / rolled-back transaction records get no ConsumeQueue entry).
+   */
+  appendBatch(inputs: readonly StoreRecordInput[], assignQueueOffset: readonly boolean[] | boolean = true): AppendResult[] {
+    if (this.#writeError) throw new CommitLogError(`commit log is not writable: ${this.#writeError.message}`);
+    let total = 0;
+    const sizes = inputs.map((i) => recordSize(i));
+    for (const s of sizes) total += s;
+    if (total + BLANK_MARKER_SIZE > this.#opts.segmentBytes) {
+      throw new CommitLogError(`records of ${total} bytes do not fit in a ${this.#opts.segmentBytes}-byte segment`);
+    }
+    let file = this.#files.lastWritable(0);
+    if (total + BLANK_MARKER_SIZE > file.remaining) {
+      writeBlankMarker(file.buf, file.wrotePosition, file.remaining);
+      file.wrotePosition = file.fileSize;
+      file = this.#files.lastWritable(0);
+    }
+    const storeTimestamp = this.#now();
+    const out: AppendResult[] = [];
+    try {
+      for (let i = 0; i < inputs.length; i++) {
+        const input = inputs[i]!;
+        const assign = typeof assignQueueOffset === "boolean" ? assignQueueOffset : (assignQueueOffset[i] ?? true);
+        const key = `${input.topicName}-${input.queueId}`;
+        const queueOffset = assign ? (this.#queueOffsets.get(key) ?? 0) : 0;
+        const physicalOffset = file.fileFromOffset + file.wrotePosition;
+        const size = encodeRecord(file.buf, file.wrotePosition, input, queueOffset, physicalOffset, storeTimestamp, file.view);
+        file.wrotePosition += size;
+        if (assign) this.#queueOffsets.set(key, queueOffset + 1);
+        out.push({ physicalOffset, size, queueOffset, storeTimestamp });
+      }
+    } catch (e) {
+      this.#writeError = e instanceof Error ? e : new Error(String(e));
+      throw e;
+    }
+    return out;
+  }
+
+  append(input: StoreRecordInput, assignQueueOffset = true): AppendResult {
+    return this.appendBatch([input], assignQueueOffset)[0]!;
+  }
+
+  /**
+   * Raw bytes at [offset, offset + size) — a view into the mapping, valid until the segment is
+   * deleted. Undefined if the range is not (or no longer) stored or crosses a segment end.
+   */
+  read(offset: number, size: number): Uint8Array | undefined {
+    const f = this.#files.findByOffset(offset);
+    if (!f) return undefined;
+    const pos = offset - f.fileFromOffset;
+    if (pos + size > f.wrotePosition) return undefined;
+    return f.buf.subarray(pos, pos + size);
+  }
+
+  /** Decodes the record starting at `offset`. */
+  readRecord(offset: number, checkCrc = false): DecodedRecord | undefined {
+    const f = this.#files.findByOffset(offset);
+    if (!f) return undefined;
+    const pos = offset - f.fileFromOffset;
+    if (pos >= f.wrotePosition) return undefined;
+    const r = decodeRecordAt(f.buf, pos, { checkCrc, readBody: true });
+    return "totalSize" in r && pos + r.totalSize <= f.wrotePosition ? r : undefined;
+  }
+
+  /** The segment holding `offset` (for HA transfer and recovery scans). */
+  segmentFor(offset: number): MappedFile | undefined {
+    return this.#files.findByOffset(offset);
+  }
+
+  /** Resolves true once everything below `offset` is durable, false after `timeoutMs`. */
+  waitForFlush(offset: number, timeoutMs: number): Promise<boolean> {
+    if (offset <= this.#flushedOffset) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const w = { offset, resolve, timer: null as ReturnType<typeof setTimeout> | null };
+      w.timer = setTimeout(() => {
+        this.#waiters = this.#waiters.filter((x) => x !== w);
+        resolve(false);
+      }, timeoutMs);
+      this.#waiters.push(w);
+      void this.flush();
+    });
+  }
+
+  /**
+   * One group-commit round: fdatasync every dirty segment (on the thread pool), then release the
+   * waiters it covered. Calls made while a round runs are served by the next round.
+   */
+  flush(): Promise<void> {
+    if (this.#flushing) return this.#flushing;
+    const target = this.maxOffset;
+    if (target <= this.#flushedOffset) return Promise.resolve();
+    const dirty = this.#files.files.filter((f) => f.flushedPosition < f.wrotePosition);
+    this.#flushing = (async () => {
+      try {
+        for (const f of dirty) await f.flushAsync();
+        if (target > this.#flushedOffset) this.#flushedOffset = target;
+      } catch (e) {
+        this.#writeError ??= e instanceof Error ? e : new Error(String(e));
+      } finally {
+        this.#flushing = null;
+      }
+      const done = this.#waiters.filter((w) => w.offset <= this.#flushedOffset);
+      this.#waiters = this.#waiters.filter((w) => w.offset > this.#flushedOffset);
+      for (const w of done) {
+        if (w.timer) clearTimeout(w.timer);
+        w.resolve(true);
+      }
+      if (this.#waiters.length > 0 && !this.#writeError) void this.flush();
+    })();
+    return this.#flushing;
+  }
+
+  /** Blocking flush of everything (shutdown). */
+  flushSync(): void {
+    this.#files.flushSync();
+    this.#flushedOffset = this.maxOffset;
+  }
+
+  /**
+   * Sets the write position after recovery: everything at or past `offset` is dropped (later
+   * segments deleted, the tail of the last one zeroed). Every segment before the last counts
+   * as full; everything kept counts as flushed (it was read back from disk).
+   */
+  truncateTo(offset: number): void {
+    this.#files.truncateDirty(offset);
+    const files = this.#files.files;
+    for (let i = 0; i < files.length - 1; i++) files[i]!.wrotePosition = files[i]!.flushedPosition = files[i]!.fileSize;
+    const last = files.at(-1);
+    if (last) last.flushedPosition = last.wrotePosition;
+    if (files.length === 0 && offset > 0) {
+      // Everything was cut: the next segment starts where the data ended.
+      this.#files.lastWritable(offset);
+    }
+    this.#flushedOffset = this.maxOffset;
+  }
+
+  /** Deletes whole segments from the front while `canDelete` holds (never the last). */
+  deleteSegments(canDelete: (f: MappedFile) => boolean, maxFiles?: number): number {
+    return this.#files.deleteFromFront(canDelete, maxFiles);
+  }
+
+  close(): void {
+    if (this.#flushTimer) clearInterval(this.#flushTimer);
+    this.#flushTimer = null;
+    for (const w of this.#waiters.splice(0)) {
+      if (w.timer) clearTimeout(w.timer);
+      w.resolve(false);
+    }
+    this.#files.close();
+  }
+}

@@ -1,0 +1,89 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ConsumeQueue, CQ_FILLER_SIZE, CQ_UNIT_SIZE } from "./consume-queue.ts";
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+function tmp(): string {
+  const d = mkdtempSync(join(tmpdir(), "cq-test-"));
+  dirs.push(d);
+  return d;
+}
+
+describe("ConsumeQueue", () => {
+  test("unit layout: 8 + 4 + 8 = 20 bytes, big-endian, golden bytes", () => {
+    expect(8 + 4 + 8).toBe(CQ_UNIT_SIZE);
+    const root = tmp();
+    const cq = new ConsumeQueue(root, "T", 0, 4);
+    cq.putUnit(0, 0x1_0000_0002, 300, -5);
+    cq.flushSync();
+    const bytes = readFileSync(join(root, "T", "0", "00000000000000000000")).subarray(0, 20);
+    expect(Buffer.from(bytes).toString("hex")).toBe("0000000100000002" + "0000012c" + "fffffffffffffffb");
+    cq.close();
+  });
+
+  test("put, get, scan across file rollover; reload finds the end", () => {
+    const root = tmp();
+    const cq = new ConsumeQueue(root, "T", 1, 4);
+    for (let i = 0; i < 10; i++) cq.putUnit(i, i * 100, 100, i);
+    expect(cq.maxOffset).toBe(10);
+    expect(cq.minOffset).toBe(0);
+    expect(readdirSync(join(root, "T", "1")).sort()).toEqual(["00000000000000000000", "00000000000000000080", "00000000000000000160"]);
+    expect(cq.get(7)).toEqual({ phyOffset: 700, size: 100, tagsCode: 7 });
+    expect(cq.get(10)).toBeUndefined();
+    const seen: number[] = [];
+    expect(cq.scan(2, 5, (off, phy) => (seen.push(off * 1000 + phy), true))).toBe(5);
+    expect(seen).toEqual([2200, 3300, 4400, 5500, 6600]);
+    expect(cq.scan(8, 32, (off) => off < 9)).toBe(1);
+    cq.flushSync();
+    cq.close();
+
+    const again = new ConsumeQueue(root, "T", 1, 4);
+    expect(again.load()).toEqual([]);
+    expect(again.maxOffset).toBe(10);
+    expect(again.maxPhysicOffset).toBe(1000);
+    expect(again.get(9)).toEqual({ phyOffset: 900, size: 100, tagsCode: 9 });
+    again.putUnit(10, 1000, 50, 0);
+    expect(again.maxOffset).toBe(11);
+    again.close();
+  });
+
+  test("re-dispatch of existing units is a no-op; a jump forward pads with fillers", () => {
+    const cq = new ConsumeQueue(tmp(), "T", 0, 8);
+    cq.putUnit(0, 0, 10, 0);
+    cq.putUnit(0, 999, 10, 0);
+    expect(cq.get(0)!.phyOffset).toBe(0);
+    cq.putUnit(3, 30, 10, 0);
+    expect(cq.get(1)).toEqual({ phyOffset: 0, size: CQ_FILLER_SIZE, tagsCode: 0 });
+    expect(cq.get(3)!.phyOffset).toBe(30);
+    cq.close();
+  });
+
+  test("a queue that starts past 0 has its min offset there", () => {
+    const cq = new ConsumeQueue(tmp(), "T", 0, 4);
+    cq.putUnit(6, 600, 10, 0);
+    expect(cq.minOffset).toBe(6);
+    expect(cq.maxOffset).toBe(7);
+    expect(cq.get(5)).toBeUndefined();
+    cq.close();
+  });
+
+  test("truncateDirty drops units past a CommitLog offset; deleteExpiredFiles follows the CommitLog min", () => {
+    const root = tmp();
+    const cq = new ConsumeQueue(root, "T", 0, 4);
+    for (let i = 0; i < 10; i++) cq.putUnit(i, i * 100, 100, 0);
+    cq.truncateDirty(650);
+    expect(cq.maxOffset).toBe(6);
+    expect(cq.maxPhysicOffset).toBe(600);
+    cq.putUnit(6, 600, 100, 0);
+    expect(cq.maxOffset).toBe(7);
+    expect(cq.deleteExpiredFiles(450)).toBe(1);
+    expect(cq.minOffset).toBe(5);
+    expect(cq.get(4)).toBeUndefined();
+    cq.close();
+  });
+});

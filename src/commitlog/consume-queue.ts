@@ -1,0 +1,198 @@
+/**
+ * ConsumeQueue: the per topic/queue index into the CommitLog, one fixed-size unit per message.
+ *
+ *   +---------------------------+----------------+---------------------------+
+ *   | commit-log offset (8 B)   | size (4 B)     | tag hash code (8 B)       |
+ *   +---------------------------+----------------+---------------------------+
+ *   unit n (the message with queue offset n) is at byte n × 20 of the queue's logical space,
+ *   which is cut into files of `unitsPerFile` units named by their first byte offset.
+ *
+ * Invariants: units are written in queue-offset order with no holes — a queue that starts past 0
+ * (its earlier files were deleted, or a dispatch skipped ahead) is padded with FILLER units
+ * (offset 0, size 0x7FFFFFFF, tag 0) as RocketMQ does; a unit with size 0 is unwritten space.
+ * Tag code: Java String.hashCode of TAGS (sign-extended); for SCHEDULE_TOPIC_XXXX the due time.
+ */
+import { join } from "node:path";
+import { MappedFileQueue } from "./mapped-file-queue.ts";
+
+export const CQ_UNIT_SIZE = 20;
+export const CQ_UNITS_PER_FILE_DEFAULT = 300_000;
+export const CQ_FILLER_SIZE = 0x7fffffff;
+
+export interface CqUnit {
+  phyOffset: number;
+  size: number;
+  tagsCode: number;
+}
+
+const TWO_32 = 2 ** 32;
+
+function readLong(view: DataView, pos: number): number {
+  return view.getInt32(pos) * TWO_32 + view.getUint32(pos + 4);
+}
+
+function writeLong(view: DataView, pos: number, v: number): void {
+  view.setInt32(pos, Math.floor(v / TWO_32));
+  view.setUint32(pos + 4, v >>> 0);
+}
+
+export class ConsumeQueue {
+  readonly topic: string;
+  readonly queueId: number;
+  readonly #files: MappedFileQueue;
+  /** Byte offset of the first unit whose message still exists in the CommitLog. */
+  #minLogicOffset = 0;
+  /** End (offset + size) of the last CommitLog record indexed here; -1 when empty. */
+  maxPhysicOffset = -1;
+
+  constructor(rootDir: string, topic: string, queueId: number, unitsPerFile = CQ_UNITS_PER_FILE_DEFAULT) {
+    this.topic = topic;
+    this.queueId = queueId;
+    this.#files = new MappedFileQueue(join(rootDir, topic, String(queueId)), unitsPerFile * CQ_UNIT_SIZE);
+  }
+
+  /** Maps existing files and finds the last written unit. Returns problems found. */
+  load(): string[] {
+    const problems = this.#files.load();
+    this.#recover();
+    return problems;
+  }
+
+  /** Scans the last file(s) for the end of the written units (size 0 = unwritten). */
+  #recover(): void {
+    const files = this.#files.files;
+    for (const f of files) f.wrotePosition = f.flushedPosition = f.fileSize;
+    const last = files.at(-1);
+    if (!last) return;
+    let pos = 0;
+    while (pos + CQ_UNIT_SIZE <= last.fileSize && last.view.getInt32(pos + 8) !== 0) pos += CQ_UNIT_SIZE;
+    last.wrotePosition = last.flushedPosition = pos;
+    this.#minLogicOffset = this.#files.minOffset;
+    const lastUnit = this.maxOffset > this.minOffset ? this.get(this.maxOffset - 1) : undefined;
+    this.maxPhysicOffset = lastUnit && lastUnit.size !== CQ_FILLER_SIZE ? lastUnit.phyOffset + lastUnit.size : -1;
+  }
+
+  /** Queue offset after the last unit (= number of messages ever written). */
+  get maxOffset(): number {
+    return this.#files.maxOffset / CQ_UNIT_SIZE;
+  }
+
+  /** First queue offset whose message is still readable. */
+  get minOffset(): number {
+    return Math.max(this.#minLogicOffset, this.#files.minOffset) / CQ_UNIT_SIZE;
+  }
+
+  /**
+   * Writes the unit for queue offset `cqOffset`. Re-dispatching a unit already written (after a
+   * restart) is a no-op; a jump forward pads with filler units.
+   */
+  putUnit(cqOffset: number, phyOffset: number, size: number, tagsCode: number): void {
+    const expected = cqOffset * CQ_UNIT_SIZE;
+    let at = this.#files.maxOffset;
+    if (expected < at) return;
+    if (this.#files.files.length === 0) {
+      // A queue starting past 0: the first file begins at the file holding `expected`, padded.
+      const f = this.#files.lastWritable(expected);
+      at = f.fileFromOffset;
+      if (this.#minLogicOffset < expected) this.#minLogicOffset = expected;
+    }
+    while (at < expected) {
+      this.#writeUnit(0, CQ_FILLER_SIZE, 0);
+      at += CQ_UNIT_SIZE;
+    }
+    this.#writeUnit(phyOffset, size, tagsCode);
+    this.maxPhysicOffset = phyOffset + size;
+  }
+
+  #writeUnit(phyOffset: number, size: number, tagsCode: number): void {
+    const f = this.#files.lastWritable(0);
+    const pos = f.wrotePosition;
+    writeLong(f.view, pos, phyOffset);
+    f.view.setInt32(pos + 8, size);
+    writeLong(f.view, pos + 12, tagsCode);
+    f.wrotePosition = pos + CQ_UNIT_SIZE;
+  }
+
+  /** The unit at queue offset `cqOffset`, or undefined if outside [minOffset, maxOffset). */
+  get(cqOffset: number): CqUnit | undefined {
+    if (cqOffset < this.minOffset || cqOffset >= this.maxOffset) return undefined;
+    const byteOffset = cqOffset * CQ_UNIT_SIZE;
+    const f = this.#files.findByOffset(byteOffset);
+    if (!f) return undefined;
+    const pos = byteOffset - f.fileFromOffset;
+    return { phyOffset: readLong(f.view, pos), size: f.view.getInt32(pos + 8), tagsCode: readLong(f.view, pos + 12) };
+  }
+
+  /**
+   * Visits units from `cqOffset` on, in order, until `visit` returns false (that unit is not
+   * counted) or `maxUnits`/the queue end is reached; returns the number of units accepted. Reads
+   * straight from the mapping without allocating per unit.
+   */
+  scan(cqOffset: number, maxUnits: number, visit: (cqOffset: number, phyOffset: number, size: number, tagsCode: number) => boolean): number {
+    let n = 0;
+    let off = Math.max(cqOffset, this.minOffset);
+    const end = Math.min(this.maxOffset, off + maxUnits);
+    while (off < end) {
+      const byteOffset = off * CQ_UNIT_SIZE;
+      const f = this.#files.findByOffset(byteOffset);
+      if (!f) break;
+      const fileEnd = Math.min(end, (f.fileFromOffset + f.wrotePosition) / CQ_UNIT_SIZE);
+      if (fileEnd <= off) break;
+      const v = f.view;
+      for (; off < fileEnd; off++, n++) {
+        const pos = off * CQ_UNIT_SIZE - f.fileFromOffset;
+        if (!visit(off, readLong(v, pos), v.getInt32(pos + 8), readLong(v, pos + 12))) return n;
+      }
+    }
+    return n;
+  }
+
+  /** Moves the min offset past units whose messages were deleted from the CommitLog. */
+  correctMinOffset(commitLogMinOffset: number): void {
+    let off = this.minOffset;
+    const max = this.maxOffset;
+    while (off < max) {
+      const u = this.get(off);
+      if (!u || (u.size !== CQ_FILLER_SIZE && u.phyOffset >= commitLogMinOffset)) break;
+      off++;
+    }
+    this.#minLogicOffset = off * CQ_UNIT_SIZE;
+  }
+
+  /** Recovery: drops units pointing at or past `phyOffset` (the CommitLog was truncated there). */
+  truncateDirty(phyOffset: number): void {
+    let off = this.maxOffset;
+    while (off > this.minOffset) {
+      const u = this.get(off - 1);
+      if (u && (u.size === CQ_FILLER_SIZE || u.phyOffset + u.size <= phyOffset)) break;
+      off--;
+    }
+    this.#files.truncateDirty(off * CQ_UNIT_SIZE);
+    const lastUnit = off > this.minOffset ? this.get(off - 1) : undefined;
+    this.maxPhysicOffset = lastUnit && lastUnit.size !== CQ_FILLER_SIZE ? lastUnit.phyOffset + lastUnit.size : -1;
+  }
+
+  /** Deletes whole files whose every unit points below `commitLogMinOffset`. */
+  deleteExpiredFiles(commitLogMinOffset: number): number {
+    const n = this.#files.deleteFromFront((f) => {
+      const lastPos = f.fileSize - CQ_UNIT_SIZE;
+      const phy = readLong(f.view, lastPos);
+      const size = f.view.getInt32(lastPos + 8);
+      return size !== 0 && (size === CQ_FILLER_SIZE || phy + size <= commitLogMinOffset);
+    });
+    this.correctMinOffset(commitLogMinOffset);
+    return n;
+  }
+
+  flushSync(): void {
+    this.#files.flushSync();
+  }
+
+  close(): void {
+    this.#files.close();
+  }
+
+  destroy(): void {
+    this.#files.destroy();
+  }
+}

@@ -1,0 +1,8 @@
+/**
+ * The message store's public surface. The broker uses only what is exported here; the store
+ * never imports remoting/ (it knows bytes and offsets, not requests).
+ */
+export { CommitLog, CommitLogError, type AppendResult, type CommitLogOptions, type FlushDiskType, type StoreRecordInput } from "./commit-log.ts";
+export { ConsumeQueue, CQ_UNIT_SIZE, CQ_FILLER_SIZE, CQ_UNITS_PER_FILE_DEFAULT, type CqUnit } from "./consume-queue.ts";
+export * from "./message-record.ts";
+export { decodeMessageBatch, encodeMessageBatch, type BatchEntry } from "./message-batch.ts";

@@ -1,0 +1,129 @@
+/**
+ * An ordered run of equally sized MappedFiles in one directory: the CommitLog's segments, or one
+ * ConsumeQueue's. Offsets are global: file k holds [k·fileSize + base, (k+1)·fileSize + base).
+ *
+ * Invariants: files are contiguous (each starts where the previous ends); only the last file is
+ * written; a file name equals its start offset. A gap or a wrong-sized file found at load time
+ * is reported, not repaired silently.
+ */
+import { mkdirSync, readdirSync } from "node:fs";
+import { join } from "node:path";
+import { fileNameToOffset, MappedFile, offsetToFileName } from "./mapped-file.ts";
+
+export class MappedFileQueue {
+  readonly dir: string;
+  readonly fileSize: number;
+  readonly files: MappedFile[] = [];
+
+  constructor(dir: string, fileSize: number) {
+    this.dir = dir;
+    this.fileSize = fileSize;
+  }
+
+  /** Maps every segment in the directory. Returns problems; files after a gap are not loaded. */
+  load(): string[] {
+    mkdirSync(this.dir, { recursive: true });
+    const problems: string[] = [];
+    const names = readdirSync(this.dir)
+      .filter((n) => fileNameToOffset(n) !== null)
+      .sort();
+    for (const name of names) {
+      const start = fileNameToOffset(name)!;
+      const prev = this.files.at(-1);
+      if (prev && start !== prev.fileFromOffset + this.fileSize) {
+        problems.push(`${join(this.dir, name)}: expected a segment starting at ${prev.fileFromOffset + this.fileSize}; ignoring it and later files`);
+        break;
+      }
+      if (start % this.fileSize !== 0) {
+        problems.push(`${join(this.dir, name)}: start offset is not a multiple of the segment size ${this.fileSize}; ignoring it and later files`);
+        break;
+      }
+      const f = MappedFile.open(join(this.dir, name), this.fileSize);
+      if ("invalid" in f) {
+        problems.push(f.invalid);
+        break;
+      }
+      this.files.push(f);
+    }
+    return problems;
+  }
+
+  get last(): MappedFile | undefined {
+    return this.files.at(-1);
+  }
+
+  get first(): MappedFile | undefined {
+    return this.files[0];
+  }
+
+  /** The last file if it has room, else a new one starting at `startOffset` (or right after the last). */
+  lastWritable(startOffset = 0): MappedFile {
+    const last = this.last;
+    if (last && !last.isFull) return last;
+    const from = last ? last.fileFromOffset + this.fileSize : startOffset - (startOffset % this.fileSize);
+    mkdirSync(this.dir, { recursive: true });
+    const f = MappedFile.create(join(this.dir, offsetToFileName(from)), this.fileSize);
+    this.files.push(f);
+    return f;
+  }
+
+  /** The file holding `offset`, or undefined if it was deleted or not yet written. */
+  findByOffset(offset: number): MappedFile | undefined {
+    const first = this.files[0];
+    if (!first || offset < first.fileFromOffset) return undefined;
+    const idx = Math.floor((offset - first.fileFromOffset) / this.fileSize);
+    const f = this.files[idx];
+    return f && offset < f.fileFromOffset + this.fileSize ? f : undefined;
+  }
+
+  /** Smallest offset still on disk. */
+  get minOffset(): number {
+    return this.files[0]?.fileFromOffset ?? 0;
+  }
+
+  /** Offset just past the last written byte. */
+  get maxOffset(): number {
+    const last = this.last;
+    return last ? last.writeOffset : 0;
+  }
+
+  get flushedOffset(): number {
+    const last = this.last;
+    if (!last) return 0;
+    // Files before the last are flushed before the roll (see CommitLog), so the last one decides.
+    return last.fileFromOffset + last.flushedPosition;
+  }
+
+  /**
+   * Recovery: everything at or past `offset` is dropped — files starting there or later are
+   * deleted, the file holding `offset` gets its tail zeroed. The next append recreates files.
+   */
+  truncateDirty(offset: number): void {
+    while (this.files.length > 0 && this.files.at(-1)!.fileFromOffset >= offset) this.files.pop()!.destroy();
+    const last = this.last;
+    if (last) last.truncateTo(Math.min(offset - last.fileFromOffset, last.wrotePosition));
+  }
+
+  /** Deletes whole files from the front while `canDelete(file)` holds, never the last one. */
+  deleteFromFront(canDelete: (f: MappedFile) => boolean, maxFiles = Number.MAX_SAFE_INTEGER): number {
+    let n = 0;
+    while (this.files.length > 1 && n < maxFiles && canDelete(this.files[0]!)) {
+      this.files.shift()!.destroy();
+      n++;
+    }
+    return n;
+  }
+
+  flushSync(): void {
+    for (const f of this.files) f.flushSync();
+  }
+
+  close(): void {
+    for (const f of this.files) f.close();
+  }
+
+  /** Closes and deletes every file (topic deletion). */
+  destroy(): void {
+    for (const f of this.files.splice(0)) f.destroy();
+  }
+}

@@ -1,0 +1,140 @@
+/**
+ * One segment file of a log (CommitLog or ConsumeQueue), mapped with `Bun.mmap` (shared), so
+ * appends are memory copies into the page cache and reads are views, not copies.
+ *
+ *   file name  = 20-digit, zero-padded global offset of the file's first byte
+ *   file size  = fixed per log (created full size, sparse: unwritten bytes read as zero)
+ *   [0, flushedPosition)   durable (fdatasync returned after these bytes were written)
+ *   [0, wrotePosition)     written, visible to readers
+ *   [wrotePosition, size)  zero
+ *
+ * Invariants: flushedPosition ≤ wrotePosition ≤ fileSize. The file is never truncated while
+ * mapped (Bun crashes on access past a shrunk mapping); recovery zeroes a torn tail instead.
+ */
+import { closeSync, fdatasync, fdatasyncSync, fstatSync, ftruncateSync, openSync, unlinkSync } from "node:fs";
+import { basename } from "node:path";
+
+export const FILE_NAME_DIGITS = 20;
+
+export function offsetToFileName(offset: number): string {
+  return String(offset).padStart(FILE_NAME_DIGITS, "0");
+}
+
+/** The start offset encoded in a segment file name, or null if the name is not one. */
+export function fileNameToOffset(name: string): number | null {
+  if (!/^\d{20}$/.test(name)) return null;
+  const n = Number(name);
+  return Number.isSafeInteger(n) ? n : null;
+}
+
+export class MappedFile {
+  readonly path: string;
+  readonly fileFromOffset: number;
+  readonly fileSize: number;
+  /** The mapping. Writers encode straight into it. */
+  buf: Uint8Array;
+  view: DataView;
+  wrotePosition = 0;
+  flushedPosition = 0;
+  #fd: number;
+  #closed = false;
+
+  private constructor(path: string, fd: number, fileSize: number) {
+    this.path = path;
+    this.fileSize = fileSize;
+    const start = fileNameToOffset(basename(path));
+    if (start === null) throw new Error(`not a segment file name: ${path}`);
+    this.fileFromOffset = start;
+    this.#fd = fd;
+    this.buf = Bun.mmap(path, { shared: true });
+    this.view = new DataView(this.buf.buffer, this.buf.byteOffset, this.buf.byteLength);
+  }
+
+  /** Creates a new zero-filled (sparse) segment of `fileSize` bytes. */
+  static create(path: string, fileSize: number): MappedFile {
+    const fd = openSync(path, "wx+");
+    try {
+      ftruncateSync(fd, fileSize);
+      return new MappedFile(path, fd, fileSize);
+    } catch (e) {
+      closeSync(fd);
+      throw e;
+    }
+  }
+
+  /** Opens an existing segment; its size must be `fileSize` (input check, not an assertion). */
+  static open(path: string, fileSize: number): MappedFile | { invalid: string } {
+    const fd = openSync(path, "r+");
+    const size = fstatSync(fd).size;
+    if (size !== fileSize) {
+      closeSync(fd);
+      return { invalid: `${path}: size ${size} is not the configured segment size ${fileSize}` };
+    }
+    const f = new MappedFile(path, fd, fileSize);
+    // Positions are set by recovery; until then the whole file counts as written and durable.
+    f.wrotePosition = fileSize;
+    f.flushedPosition = fileSize;
+    return f;
+  }
+
+  get remaining(): number {
+    return this.fileSize - this.wrotePosition;
+  }
+
+  get isFull(): boolean {
+    return this.wrotePosition >= this.fileSize;
+  }
+
+  /** Global offset just past the last written byte. */
+  get writeOffset(): number {
+    return this.fileFromOffset + this.wrotePosition;
+  }
+
+  /** Makes everything written so far durable (blocking). */
+  flushSync(): number {
+    if (this.flushedPosition < this.wrotePosition && !this.#closed) {
+      const upTo = this.wrotePosition;
+      fdatasyncSync(this.#fd);
+      this.flushedPosition = upTo;
+    }
+    return this.flushedPosition;
+  }
+
+  /**
+   * Durable flush on the thread pool, so the event loop keeps taking appends while the disk
+   * works (group commit: whatever arrives meanwhile rides on the next flush).
+   */
+  flushAsync(): Promise<number> {
+    const upTo = this.wrotePosition;
+    if (this.flushedPosition >= upTo || this.#closed) return Promise.resolve(this.flushedPosition);
+    return new Promise((resolve, reject) => {
+      fdatasync(this.#fd, (err) => {
+        if (err) return reject(err);
+        if (upTo > this.flushedPosition) this.flushedPosition = upTo;
+        resolve(this.flushedPosition);
+      });
+    });
+  }
+
+  /** Zeroes [from, wrotePosition) and moves the write position back: recovery of a torn tail. */
+  truncateTo(position: number): void {
+    if (position < this.wrotePosition) this.buf.fill(0, position, this.wrotePosition);
+    this.wrotePosition = position;
+    if (this.flushedPosition > position) this.flushedPosition = position;
+  }
+
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    closeSync(this.#fd);
+    // Drop the mapping; Bun unmaps it when the array is collected.
+    this.buf = new Uint8Array(0);
+    this.view = new DataView(this.buf.buffer);
+  }
+
+  /** Closes and deletes the file. */
+  destroy(): void {
+    this.close();
+    unlinkSync(this.path);
+  }
+}
