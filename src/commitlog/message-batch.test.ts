@@ -3,24 +3,13 @@
  * trips, and truncated, inconsistent or random input is `invalid` without throwing.
  * Seeded; `SEED=<n> bun test src/commitlog/message-batch.test.ts` replays a run.
  */
+import { fuzzSeed, prng } from "../../test/harness/fuzz.ts";
 import { describe, expect, test } from "bun:test";
 import { BATCH_ENTRY_FIXED_SIZE, type BatchEntry, decodeMessageBatch, encodeMessageBatch } from "./message-batch.ts";
 
-const SEED = process.env.SEED !== undefined ? Number(process.env.SEED) >>> 0 : (Math.random() * 0x100000000) >>> 0;
+const SEED = fuzzSeed();
 const utf8 = (s: string) => new TextEncoder().encode(s);
 
-function prng(seed: number) {
-  let a = seed >>> 0;
-  const next = (): number => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  const int = (lo: number, hi: number): number => lo + Math.floor(next() * (hi - lo + 1));
-  return { int, bool: () => next() < 0.5, bytes: (n: number) => Uint8Array.from({ length: n }, () => int(0, 255)) };
-}
 
 /** One entry from the §4.8 table, field by field (not by the encoder). */
 function handEntry(flag: number, body: Uint8Array, properties: Uint8Array, magic = 0, crc = 0): Uint8Array {

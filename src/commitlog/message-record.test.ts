@@ -7,6 +7,7 @@
  * Random tests are seeded; the seed is printed. `SEED=<n> bun test src/commitlog/message-record.test.ts`
  * replays a run; `FUZZ_ITERATIONS=<n>` runs longer.
  */
+import { fuzzIterations, fuzzSeed, parseHexFixture, prng, type Rng } from "../../test/harness/fuzz.ts";
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import {
@@ -77,40 +78,11 @@ import {
 } from "./message-record.ts";
 
 const FIXTURE = join(import.meta.dir, "../../test/golden/commitlog/record-v4.hex");
-const ITERATIONS = Number(process.env.FUZZ_ITERATIONS ?? 3000);
-const SEED = process.env.SEED !== undefined ? Number(process.env.SEED) >>> 0 : (Math.random() * 0x100000000) >>> 0;
+const ITERATIONS = fuzzIterations(3000);
+const SEED = fuzzSeed();
 const utf8 = (s: string) => new TextEncoder().encode(s);
 
-/** mulberry32: small, fast, reproducible. */
-function prng(seed: number) {
-  let a = seed >>> 0;
-  const next = (): number => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  const int = (lo: number, hi: number): number => lo + Math.floor(next() * (hi - lo + 1));
-  return {
-    next,
-    int,
-    bool: (p = 0.5) => next() < p,
-    bytes: (n: number) => Uint8Array.from({ length: n }, () => int(0, 255)),
-  };
-}
-type Rng = ReturnType<typeof prng>;
 
-/** Parses an annotated hex fixture: `#` starts a comment, whitespace is ignored. */
-function parseHexFixture(text: string): Uint8Array {
-  const digits = text
-    .split("\n")
-    .map((line) => line.replace(/#.*$/, ""))
-    .join("")
-    .replace(/\s+/g, "");
-  if (!/^(?:[0-9a-fA-F]{2})*$/.test(digits)) throw new Error("hex fixture has a stray character or an odd digit count");
-  return Uint8Array.from(Buffer.from(digits, "hex"));
-}
 
 function flip(buf: Uint8Array, i: number, mask: number): void {
   buf[i] = buf[i]! ^ mask;

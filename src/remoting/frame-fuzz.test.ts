@@ -13,31 +13,12 @@
 import { expect, test } from "bun:test";
 import { type RemotingCommand, SerializeType } from "./command.ts";
 import { encodeCommand, FRAME_SIZE_MAX_BYTES_DEFAULT, FrameDecoder } from "./frame.ts";
+import { fuzzIterations, fuzzSeed, prng, type Rng } from "../../test/harness/fuzz.ts";
 import { concat, frameBytes, rocketmqHeaderBytes, u16, u32, utf8 } from "./test-support.ts";
 
-const ITERATIONS = Number(process.env.FUZZ_ITERATIONS ?? 6000);
-const SEED = process.env.SEED !== undefined ? Number(process.env.SEED) >>> 0 : (Math.random() * 0x100000000) >>> 0;
+const ITERATIONS = fuzzIterations(6000);
+const SEED = fuzzSeed();
 
-/** mulberry32: small, fast, good enough to drive a fuzzer reproducibly. */
-function prng(seed: number) {
-  let a = seed >>> 0;
-  const next = (): number => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  const int = (lo: number, hi: number): number => lo + Math.floor(next() * (hi - lo + 1));
-  return {
-    next,
-    int,
-    bool: (p = 0.5) => next() < p,
-    pick: <T>(xs: readonly T[]): T => xs[int(0, xs.length - 1)]!,
-    bytes: (n: number) => Uint8Array.from({ length: n }, () => int(0, 255)),
-  };
-}
-type Rng = ReturnType<typeof prng>;
 
 const ALPHABET = ["a", "Z", "0", "_", "%", " ", "\u0001", "\u0002", "é", "€", "😀", '"', "\\", "{", "}"];
 function randomString(rng: Rng, max: number): string {

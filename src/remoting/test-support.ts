@@ -5,6 +5,7 @@
  * frames straight from the documented layout (wire reference §1.1 and §1.7) without going through
  * the encoder they are meant to check.
  */
+import { parseHexFixture } from "../../test/harness/fuzz.ts";
 import type { Logger, LogLevel } from "../common/log.ts";
 
 const utf8Encoder = new TextEncoder();
@@ -72,16 +73,8 @@ export function toHex(bytes: Uint8Array): string {
   return Buffer.from(bytes).toString("hex");
 }
 
-/** Parses an annotated hex fixture: `#` starts a comment, whitespace is ignored. */
-export function parseHexFixture(text: string): Uint8Array {
-  const digits = text
-    .split("\n")
-    .map((line) => line.replace(/#.*$/, ""))
-    .join("")
-    .replace(/\s+/g, "");
-  if (!/^(?:[0-9a-fA-F]{2})*$/.test(digits)) throw new Error("hex fixture has a stray character or an odd digit count");
-  return Uint8Array.from(Buffer.from(digits, "hex"));
-}
+
+export { parseHexFixture };
 
 export const GOLDEN_PROTOCOL_DIR = new URL("../../test/golden/protocol/", import.meta.url);
 

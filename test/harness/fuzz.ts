@@ -1,0 +1,46 @@
+/**
+ * Shared test helpers for seeded fuzzing and golden fixtures. Every fuzz test prints its seed;
+ * `SEED=<n> bun test <file>` replays the same run, `FUZZ_ITERATIONS=<n>` makes it longer.
+ */
+
+/** The run's seed: SEED from the environment, else a random one. */
+export function fuzzSeed(): number {
+  return process.env.SEED !== undefined ? Number(process.env.SEED) >>> 0 : (Math.random() * 0x100000000) >>> 0;
+}
+
+export function fuzzIterations(fallback: number): number {
+  return Number(process.env.FUZZ_ITERATIONS ?? fallback);
+}
+
+/** mulberry32: small, fast, good enough to drive a fuzzer reproducibly. */
+export function prng(seed: number) {
+  let a = seed >>> 0;
+  const next = (): number => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  const int = (lo: number, hi: number): number => lo + Math.floor(next() * (hi - lo + 1));
+  return {
+    next,
+    int,
+    bool: (p = 0.5) => next() < p,
+    pick: <T>(xs: readonly T[]): T => xs[int(0, xs.length - 1)]!,
+    bytes: (n: number) => Uint8Array.from({ length: n }, () => int(0, 255)),
+  };
+}
+
+export type Rng = ReturnType<typeof prng>;
+
+/** Parses an annotated hex fixture: `#` starts a comment, whitespace is ignored. */
+export function parseHexFixture(text: string): Uint8Array {
+  const digits = text
+    .split("\n")
+    .map((line) => line.replace(/#.*$/, ""))
+    .join("")
+    .replace(/\s+/g, "");
+  if (!/^(?:[0-9a-fA-F]{2})*$/.test(digits)) throw new Error("hex fixture has a stray character or an odd digit count");
+  return Uint8Array.from(Buffer.from(digits, "hex"));
+}
