@@ -188,6 +188,16 @@ export class ConsumeQueue {
     this.#files.flushSync();
   }
 
+  flushAsync(): Promise<void> {
+    return this.#files.flushAsync();
+  }
+
+  /** True when some unit is written but not yet flushed. */
+  get dirty(): boolean {
+    const last = this.#files.last;
+    return last !== undefined && last.flushedPosition < last.wrotePosition;
+  }
+
   close(): void {
     this.#files.close();
   }

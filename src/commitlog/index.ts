@@ -7,3 +7,15 @@ export { ConsumeQueue, CQ_UNIT_SIZE, CQ_FILLER_SIZE, CQ_UNITS_PER_FILE_DEFAULT, 
 export * from "./message-record.ts";
 export { decodeMessageBatch, encodeMessageBatch, type BatchEntry } from "./message-batch.ts";
 export { IndexService, type IndexServiceOptions, type IndexDispatch, type QueryOffsetResult } from "./index-service.ts";
+export {
+  MessageStore,
+  type MessageStoreOptions,
+  type PutMessageRequest,
+  type PutMessageResult,
+  type PutMessageStatus,
+  type GetMessageResult,
+  type GetMessageStatus,
+  type TagCodeFilter,
+  type RecoveryReport,
+} from "./message-store.ts";
+export type { CorruptRange } from "./recovery.ts";

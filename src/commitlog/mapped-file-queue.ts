@@ -118,6 +118,12 @@ export class MappedFileQueue {
     for (const f of this.files) f.flushSync();
   }
 
+  /** Flushes dirty files on the thread pool (the event loop keeps serving meanwhile). */
+  async flushAsync(): Promise<void> {
+    const dirty = this.files.filter((f) => f.flushedPosition < f.wrotePosition);
+    await Promise.all(dirty.map((f) => f.flushAsync()));
+  }
+
   close(): void {
     for (const f of this.files) f.close();
   }

@@ -1,0 +1,777 @@
+/**
+ * MessageStore: the storage engine behind one broker — the CommitLog, a ConsumeQueue per
+ * topic/queue, the IndexFile set, the checkpoint, recovery, flushing and retention — behind the
+ * small facade the broker uses (RocketMQ's DefaultMessageStore, without the 100 methods).
+ *
+ * Directory layout (under `dir`, RocketMQ's):
+ *   commitlog/<20-digit offset>                 CommitLog segments
+ *   consumequeue/<topic>/<queueId>/<20-digit>   ConsumeQueue files
+ *   index/<yyyyMMddHHmmssSSS>                   IndexFiles
+ *   checkpoint                                   ./checkpoint.ts (atomic, with CRC)
+ *   abort                                        present while running: its presence at start = crash
+ *   lock                                         pid of the process using this store
+ *
+ * Dispatch: a put appends to the CommitLog and, in the same tick, writes the ConsumeQueue unit and
+ * index entries (so a message is pullable as soon as the send returns). Recovery and (later) HA
+ * replication dispatch by scanning CommitLog bytes from `dispatchedOffset` with the same code.
+ */
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statfsSync, statSync, unlinkSync, writeFileSync } from "node:fs";
+import { totalmem } from "node:os";
+import { join } from "node:path";
+import { readFileWithBackup, writeFileAtomic } from "../common/atomic-file.ts";
+import { readCheckpoint, writeCheckpoint } from "./checkpoint.ts";
+import { CommitLog, type AppendResult, type FlushDiskType, type StoreRecordInput } from "./commit-log.ts";
+import { ConsumeQueue, CQ_FILLER_SIZE } from "./consume-queue.ts";
+import { IndexService } from "./index-service.ts";
+import type { MappedFile } from "./mapped-file.ts";
+import {
+  decodeRecordAt,
+  MessageConst,
+  OFFSET_STORE_TIMESTAMP,
+  parseProperties,
+  PROPERTIES_SIZE_MAX_BYTES,
+  readTotalSize,
+  recordSize,
+  SysFlag,
+  tagsHashCode,
+  TOPIC_SIZE_MAX_BYTES,
+  transactionType,
+  type DecodedRecord,
+  type HostAddress,
+} from "./message-record.ts";
+import { scanCommitLog, type CorruptRange } from "./recovery.ts";
+
+export interface MessageStoreOptions {
+  dir: string;
+  segmentBytes: number;
+  flushDiskType: FlushDiskType;
+  flushIntervalMs: number;
+  syncFlushTimeoutMs: number;
+  consumeQueueUnitsPerFile: number;
+  indexSlotNum: number;
+  indexNum: number;
+  maxMessageSizeBytes: number;
+  checkCrcOnRecover: boolean;
+  fileReservedTimeHours: number;
+  /** Hours of the day ("04" or "04;16") when expired files are deleted. */
+  deleteWhen: string;
+  diskMaxUsedSpaceRatio: number;
+  diskCriticalRatio: number;
+  deleteCommitLogFilesIntervalMs: number;
+  maxTransferBytesOnMessageInMemory: number;
+  maxTransferCountOnMessageInMemory: number;
+  maxTransferBytesOnMessageInDisk: number;
+  maxTransferCountOnMessageInDisk: number;
+  accessMessageInMemoryMaxRatio: number;
+  /** The broker's advertised address, written into every record as STOREHOST. */
+  storeHost: HostAddress;
+  /** A slave's store refuses puts (it only takes replicated bytes). */
+  readOnly?: boolean;
+  now?: () => number;
+  /** Tag code override, e.g. the due time for SCHEDULE_TOPIC_XXXX units. */
+  tagsCodeFor?: (topic: string, properties: Record<string, string> | null, storeTimestamp: number, tags: string | undefined) => number;
+  /** Interval of the ConsumeQueue/index flush + checkpoint; default 1000 ms. */
+  checkpointIntervalMs?: number;
+}
+
+export type PutMessageStatus =
+  | "PUT_OK"
+  | "FLUSH_DISK_TIMEOUT"
+  | "MESSAGE_ILLEGAL"
+  | "PROPERTIES_SIZE_EXCEEDED"
+  | "SERVICE_NOT_AVAILABLE"
+  | "UNKNOWN_ERROR";
+
+export interface PutMessageRequest {
+  topic: string;
+  queueId: number;
+  flag: number;
+  body: Uint8Array;
+  /** The final property string, as stored. */
+  properties: string;
+  sysFlag: number;
+  bornTimestamp: number;
+  bornHost: HostAddress;
+  reconsumeTimes: number;
+  preparedTransactionOffset: number;
+  /** Known to the caller already (saves re-parsing the property string); else parsed. */
+  tags?: string;
+  keys?: string;
+  uniqKey?: string;
+  /** False when the producer set WAIT=false: do not wait for the flush. */
+  waitStoreMsgOK?: boolean;
+}
+
+export interface PutMessageResult {
+  status: PutMessageStatus;
+  remark?: string;
+  /** One per message (several for a batch); empty unless stored. */
+  appended: AppendResult[];
+}
+
+export type GetMessageStatus =
+  | "FOUND"
+  | "NO_MATCHED_MESSAGE"
+  | "MESSAGE_WAS_REMOVING"
+  | "OFFSET_FOUND_NULL"
+  | "OFFSET_OVERFLOW_BADLY"
+  | "OFFSET_OVERFLOW_ONE"
+  | "OFFSET_TOO_SMALL"
+  | "NO_MATCHED_LOGIC_QUEUE"
+  | "NO_MESSAGE_IN_QUEUE";
+
+export interface GetMessageResult {
+  status: GetMessageStatus;
+  nextBeginOffset: number;
+  minOffset: number;
+  maxOffset: number;
+  /** Stored records, byte for byte, as views into the mapped CommitLog (no copies). */
+  messages: Uint8Array[];
+  bufferTotalBytes: number;
+  /** The data read is "cold" (far behind the log's tail): a slave could serve it. */
+  suggestPullingFromSlave: boolean;
+}
+
+/** Matches a ConsumeQueue tag code; undefined = everything. */
+export type TagCodeFilter = ((tagsCode: number) => boolean) | undefined;
+
+export interface RecoveryReport {
+  abnormal: boolean;
+  checkpoint: "valid" | "missing" | string;
+  scannedFrom: number;
+  endOffset: number;
+  recordsScanned: number;
+  truncatedBytes: number;
+  corruptRanges: CorruptRange[];
+  problems: string[];
+}
+
+const enc = new TextEncoder();
+const HOUR_MS = 3_600_000;
+
+export class MessageStore {
+  readonly #o: MessageStoreOptions;
+  readonly #now: () => number;
+  readonly commitLog: CommitLog;
+  readonly #index: IndexService;
+  readonly #queues = new Map<string, Map<number, ConsumeQueue>>();
+  #reputOffset = 0;
+  #timers: ReturnType<typeof setInterval>[] = [];
+  #diskFull = false;
+  /** CommitLog ranges found damaged by recovery: never served, kept across restarts. */
+  #corrupt: CorruptRange[] = [];
+  #shutdown = false;
+  #checkpointing: Promise<void> | null = null;
+  readonly #memoryHotBytes: number;
+  recovery: RecoveryReport | null = null;
+
+  private constructor(o: MessageStoreOptions) {
+    this.#o = o;
+    this.#now = o.now ?? Date.now;
+    this.commitLog = new CommitLog({
+      dir: join(o.dir, "commitlog"),
+      segmentBytes: o.segmentBytes,
+      flushDiskType: o.flushDiskType,
+      flushIntervalMs: o.flushIntervalMs,
+      now: this.#now,
+    });
+    this.#index = new IndexService({ dir: join(o.dir, "index"), slotNum: o.indexSlotNum, indexNum: o.indexNum, now: this.#now });
+    this.#memoryHotBytes = (totalmem() * o.accessMessageInMemoryMaxRatio) / 100;
+  }
+
+  /**
+   * Opens (creating if needed) the store at `o.dir`, recovers it, and starts its background
+   * services. Throws if another live process holds the store's lock.
+   */
+  static open(o: MessageStoreOptions): MessageStore {
+    mkdirSync(o.dir, { recursive: true });
+    acquireLock(join(o.dir, "lock"));
+    const s = new MessageStore(o);
+    try {
+      s.#recover();
+      writeFileSync(join(o.dir, "abort"), String(process.pid));
+      s.#startServices();
+    } catch (e) {
+      s.#closeFiles();
+      releaseLock(join(o.dir, "lock"));
+      throw e;
+    }
+    return s;
+  }
+
+  // ---------------------------------------------------------------- recovery
+
+  #recover(): void {
+    const dir = this.#o.dir;
+    const abnormal = existsSync(join(dir, "abort"));
+    const problems: string[] = [...this.commitLog.load()];
+    const cp = readCheckpoint(join(dir, "checkpoint"));
+    const cpValid = cp !== null && !("invalid" in cp);
+    problems.push(...this.#index.load(cpValid && abnormal ? cp.indexCheckpointTimestamp : undefined));
+    problems.push(...this.#loadConsumeQueues());
+
+    const segments = this.commitLog.segments;
+    const firstOffset = segments[0]?.fileFromOffset ?? 0;
+    // Where dispatch must resume: the checkpoint says what is durable in the ConsumeQueues.
+    let dispatchFrom = cpValid ? Math.max(cp.dispatchedOffset, firstOffset) : firstOffset;
+    const lastEnd = segments.length ? segments.at(-1)!.fileFromOffset + segments.at(-1)!.fileSize : 0;
+    if (dispatchFrom > lastEnd) dispatchFrom = firstOffset;
+    // A crash can leave damage anywhere in the segment being written: verify it from its start.
+    const seg = segments.find((f) => dispatchFrom >= f.fileFromOffset && dispatchFrom < f.fileFromOffset + f.fileSize);
+    const scanFrom = abnormal && seg ? seg.fileFromOffset : dispatchFrom;
+    const checkCrc = abnormal ? this.#o.checkCrcOnRecover : false;
+    const scan = scanCommitLog(segments, scanFrom, checkCrc, (rec, offset) => {
+      if (offset >= dispatchFrom) this.#dispatchRecord(rec, offset);
+    });
+    for (const r of scan.corruptRanges) problems.push(`commitlog: damaged bytes [${r.from}, ${r.to}) skipped: ${r.reason}`);
+    this.#loadCorruptRanges(scan.corruptRanges, scan.endOffset);
+    if (scan.truncatedBytes > 0) problems.push(`commitlog: torn tail of ${scan.truncatedBytes} bytes at ${scan.endOffset} truncated`);
+
+    // Apply: cut the log at its real end, drop index units that point past it.
+    this.commitLog.truncateTo(scan.endOffset);
+    this.#reputOffset = scan.endOffset;
+    this.#index.dropFilesAbove(scan.endOffset);
+    const clMin = this.commitLog.minOffset;
+    for (const cq of this.#allQueues()) {
+      cq.truncateDirty(scan.endOffset);
+      cq.correctMinOffset(clMin);
+      this.commitLog.setNextQueueOffset(cq.topic, cq.queueId, cq.maxOffset);
+    }
+    this.recovery = {
+      abnormal,
+      checkpoint: cp === null ? "missing" : "invalid" in cp ? cp.invalid : "valid",
+      scannedFrom: scanFrom,
+      endOffset: scan.endOffset,
+      recordsScanned: scan.records,
+      truncatedBytes: scan.truncatedBytes,
+      corruptRanges: scan.corruptRanges,
+      problems,
+    };
+  }
+
+  /** Merges newly found damage with what earlier runs recorded, and persists the list. */
+  #loadCorruptRanges(found: CorruptRange[], endOffset: number): void {
+    const path = join(this.#o.dir, "corrupt.json");
+    const old = readFileWithBackup(path, (t) => JSON.parse(t) as CorruptRange[]) ?? [];
+    const keep = [...old, ...found].filter((r) => r.to <= endOffset && r.to > this.commitLog.minOffset);
+    const unique = new Map(keep.map((r) => [`${r.from}-${r.to}`, r]));
+    this.#corrupt = [...unique.values()].sort((a, b) => a.from - b.from);
+    if (this.#corrupt.length > 0 || old.length > 0) writeFileAtomic(path, JSON.stringify(this.#corrupt, null, 2));
+  }
+
+  #isCorrupt(phy: number): boolean {
+    for (const r of this.#corrupt) if (phy >= r.from && phy < r.to) return true;
+    return false;
+  }
+
+  #loadConsumeQueues(): string[] {
+    const root = join(this.#o.dir, "consumequeue");
+    if (!existsSync(root)) return [];
+    const problems: string[] = [];
+    for (const topic of readdirSync(root)) {
+      if (!statSync(join(root, topic)).isDirectory()) continue;
+      for (const qid of readdirSync(join(root, topic))) {
+        if (!/^\d+$/.test(qid)) continue;
+        const cq = this.#consumeQueue(topic, Number(qid));
+        problems.push(...cq.load());
+      }
+    }
+    return problems;
+  }
+
+  // ---------------------------------------------------------------- services
+
+  #startServices(): void {
+    this.commitLog.startFlushService();
+    this.#timers.push(setInterval(() => void this.checkpoint(), this.#o.checkpointIntervalMs ?? 1000));
+    this.#timers.push(setInterval(() => this.cleanExpiredFiles(false), this.#o.deleteCommitLogFilesIntervalMs));
+    this.#checkDisk();
+  }
+
+  /** Flushes ConsumeQueues and indexes, then records how far everything is durable. */
+  checkpoint(): Promise<void> {
+    if (this.#checkpointing || this.#shutdown) return this.#checkpointing ?? Promise.resolve();
+    const dispatched = this.#reputOffset;
+    this.#checkpointing = (async () => {
+      try {
+        await Promise.all([...this.#allQueues()].filter((q) => q.dirty).map((q) => q.flushAsync()));
+        const indexTs = this.#index.flush();
+        if (this.#shutdown) return;
+        writeCheckpoint(join(this.#o.dir, "checkpoint"), {
+          commitLogFlushedOffset: this.commitLog.flushedOffset,
+          dispatchedOffset: Math.min(dispatched, this.commitLog.maxOffset),
+          indexCheckpointTimestamp: indexTs,
+          writtenAt: this.#now(),
+        });
+      } finally {
+        this.#checkpointing = null;
+      }
+    })();
+    return this.#checkpointing;
+  }
+
+  // ---------------------------------------------------------------- put
+
+  async putMessage(req: PutMessageRequest): Promise<PutMessageResult> {
+    return this.putMessages([req]);
+  }
+
+  /** Stores messages contiguously (a batch); all or nothing. */
+  async putMessages(reqs: readonly PutMessageRequest[]): Promise<PutMessageResult> {
+    const refused = this.#refusal();
+    if (refused) return { status: "SERVICE_NOT_AVAILABLE", remark: refused, appended: [] };
+    const inputs: StoreRecordInput[] = [];
+    let total = 0;
+    for (const r of reqs) {
+      if (r.body.length > this.#o.maxMessageSizeBytes) {
+        return { status: "MESSAGE_ILLEGAL", remark: `message body is ${r.body.length} bytes, over the maximum ${this.#o.maxMessageSizeBytes}`, appended: [] };
+      }
+      const topic = enc.encode(r.topic);
+      if (topic.length > TOPIC_SIZE_MAX_BYTES) return { status: "MESSAGE_ILLEGAL", remark: `topic is longer than ${TOPIC_SIZE_MAX_BYTES} bytes`, appended: [] };
+      const properties = enc.encode(r.properties);
+      if (properties.length > PROPERTIES_SIZE_MAX_BYTES) {
+        return { status: "PROPERTIES_SIZE_EXCEEDED", remark: `properties are ${properties.length} bytes, over ${PROPERTIES_SIZE_MAX_BYTES}`, appended: [] };
+      }
+      const input: StoreRecordInput = {
+        topicName: r.topic,
+        topic,
+        queueId: r.queueId,
+        flag: r.flag,
+        body: r.body,
+        properties,
+        sysFlag: r.sysFlag,
+        bornTimestamp: r.bornTimestamp,
+        bornHost: r.bornHost,
+        storeHost: this.#o.storeHost,
+        reconsumeTimes: r.reconsumeTimes,
+        preparedTransactionOffset: r.preparedTransactionOffset,
+      };
+      total += recordSize(input);
+      inputs.push(input);
+    }
+    if (total + 8 > this.#o.segmentBytes) {
+      return { status: "MESSAGE_ILLEGAL", remark: `messages of ${total} bytes do not fit in a ${this.#o.segmentBytes}-byte CommitLog segment`, appended: [] };
+    }
+    const assign = reqs.map((r) => {
+      const t = transactionType(r.sysFlag);
+      return t === SysFlag.TRANSACTION_NOT_TYPE || t === SysFlag.TRANSACTION_COMMIT_TYPE;
+    });
+    let appended: AppendResult[];
+    try {
+      appended = this.commitLog.appendBatch(inputs, assign);
+    } catch (e) {
+      return { status: "UNKNOWN_ERROR", remark: e instanceof Error ? e.message : String(e), appended: [] };
+    }
+    for (let i = 0; i < reqs.length; i++) {
+      const r = reqs[i]!;
+      const a = appended[i]!;
+      const props = r.tags === undefined || (r.keys === undefined && r.uniqKey === undefined) ? parseProperties(r.properties) : null;
+      const tags = r.tags ?? props?.[MessageConst.TAGS];
+      this.#dispatch(
+        r.topic,
+        r.queueId,
+        a.physicalOffset,
+        a.size,
+        a.queueOffset,
+        a.storeTimestamp,
+        r.sysFlag,
+        this.#tagsCode(r.topic, props, a.storeTimestamp, tags),
+        r.keys ?? props?.[MessageConst.KEYS],
+        r.uniqKey ?? props?.[MessageConst.UNIQ_KEY],
+      );
+    }
+    const last = appended.at(-1)!;
+    this.#reputOffset = last.physicalOffset + last.size;
+    if (this.#o.flushDiskType === "SYNC_FLUSH" && reqs.every((r) => r.waitStoreMsgOK !== false)) {
+      const ok = await this.commitLog.waitForFlush(this.#reputOffset, this.#o.syncFlushTimeoutMs);
+      if (!ok) return { status: "FLUSH_DISK_TIMEOUT", appended };
+    }
+    return { status: "PUT_OK", appended };
+  }
+
+  #refusal(): string | null {
+    if (this.#shutdown) return "message store has shut down";
+    if (this.#o.readOnly) return "message store is read-only (slave)";
+    if (this.commitLog.writeError) return `message store is not writable: ${this.commitLog.writeError.message}`;
+    if (this.#diskFull) return `disk usage is above diskCriticalRatio ${this.#o.diskCriticalRatio}: writes refused`;
+    return null;
+  }
+
+  #tagsCode(topic: string, props: Record<string, string> | null, storeTimestamp: number, tags: string | undefined): number {
+    if (this.#o.tagsCodeFor) return this.#o.tagsCodeFor(topic, props, storeTimestamp, tags);
+    return tagsHashCode(tags);
+  }
+
+  /** Dispatch of a record decoded from CommitLog bytes (recovery, replication). */
+  #dispatchRecord(rec: DecodedRecord, offset: number): void {
+    const props = parseProperties(rec.properties);
+    const tags = props[MessageConst.TAGS];
+    this.#dispatch(
+      rec.topic,
+      rec.queueId,
+      offset,
+      rec.totalSize,
+      rec.queueOffset,
+      rec.storeTimestamp,
+      rec.sysFlag,
+      this.#tagsCode(rec.topic, props, rec.storeTimestamp, tags),
+      props[MessageConst.KEYS],
+      props[MessageConst.UNIQ_KEY],
+    );
+    this.#reputOffset = offset + rec.totalSize;
+  }
+
+  #dispatch(
+    topic: string,
+    queueId: number,
+    phyOffset: number,
+    size: number,
+    queueOffset: number,
+    storeTimestamp: number,
+    sysFlag: number,
+    tagsCode: number,
+    keys: string | undefined,
+    uniqKey: string | undefined,
+  ): void {
+    const t = transactionType(sysFlag);
+    if (t === SysFlag.TRANSACTION_NOT_TYPE || t === SysFlag.TRANSACTION_COMMIT_TYPE) {
+      this.#consumeQueue(topic, queueId).putUnit(queueOffset, phyOffset, size, tagsCode);
+    }
+    if (keys !== undefined || uniqKey !== undefined) {
+      this.#index.buildIndex({ topic, keys, uniqKey, phyOffset, storeTimestamp, sysFlag });
+    }
+  }
+
+  #consumeQueue(topic: string, queueId: number): ConsumeQueue {
+    let byId = this.#queues.get(topic);
+    if (!byId) this.#queues.set(topic, (byId = new Map()));
+    let cq = byId.get(queueId);
+    if (!cq) {
+      cq = new ConsumeQueue(join(this.#o.dir, "consumequeue"), topic, queueId, this.#o.consumeQueueUnitsPerFile);
+      byId.set(queueId, cq);
+    }
+    return cq;
+  }
+
+  *#allQueues(): Generator<ConsumeQueue> {
+    for (const byId of this.#queues.values()) yield* byId.values();
+  }
+
+  // ---------------------------------------------------------------- get
+
+  /**
+   * Reads up to `maxMsgNums` messages of one queue from `offset`, as stored bytes. Status and
+   * nextBeginOffset follow RocketMQ's DefaultMessageStore.getMessage (wire reference §3.5).
+   */
+  getMessage(topic: string, queueId: number, offset: number, maxMsgNums: number, filter?: TagCodeFilter): GetMessageResult {
+    const cq = this.#queues.get(topic)?.get(queueId);
+    const res: GetMessageResult = {
+      status: "NO_MATCHED_LOGIC_QUEUE",
+      nextBeginOffset: 0,
+      minOffset: 0,
+      maxOffset: 0,
+      messages: [],
+      bufferTotalBytes: 0,
+      suggestPullingFromSlave: false,
+    };
+    if (!cq) return res;
+    const min = cq.minOffset;
+    const max = cq.maxOffset;
+    res.minOffset = min;
+    res.maxOffset = max;
+    if (max === 0) {
+      res.status = "NO_MESSAGE_IN_QUEUE";
+      return res;
+    }
+    if (offset < min) {
+      res.status = "OFFSET_TOO_SMALL";
+      res.nextBeginOffset = min;
+      return res;
+    }
+    if (offset === max) {
+      res.status = "OFFSET_OVERFLOW_ONE";
+      res.nextBeginOffset = offset;
+      return res;
+    }
+    if (offset > max) {
+      res.status = "OFFSET_OVERFLOW_BADLY";
+      res.nextBeginOffset = max;
+      return res;
+    }
+    const clMin = this.commitLog.minOffset;
+    const clMax = this.commitLog.maxOffset;
+    // RocketMQ scans at most max(16000 bytes, 20 × maxMsgNums) of ConsumeQueue per pull.
+    const maxScanUnits = Math.max(800, maxMsgNums);
+    let status: GetMessageStatus = "NO_MATCHED_MESSAGE";
+    let lastPhy = -1;
+    const scanned = cq.scan(offset, maxScanUnits, (_off, phy, size, tagsCode) => {
+      if (size === CQ_FILLER_SIZE) return true;
+      if (this.#corrupt.length > 0 && this.#isCorrupt(phy)) return true;
+      if (phy < clMin) {
+        status = "MESSAGE_WAS_REMOVING";
+        return true;
+      }
+      const inDisk = clMax - phy > this.#memoryHotBytes;
+      if (this.#batchFull(size, maxMsgNums, res.bufferTotalBytes, res.messages.length, inDisk)) return false;
+      if (filter && !filter(tagsCode)) return true;
+      const bytes = this.commitLog.read(phy, size);
+      if (!bytes) {
+        status = "MESSAGE_WAS_REMOVING";
+        return true;
+      }
+      res.messages.push(bytes);
+      res.bufferTotalBytes += size;
+      lastPhy = phy;
+      return true;
+    });
+    res.nextBeginOffset = offset + scanned;
+    res.status = res.messages.length > 0 ? "FOUND" : status;
+    if (lastPhy >= 0) res.suggestPullingFromSlave = clMax - lastPhy > this.#memoryHotBytes;
+    return res;
+  }
+
+  #batchFull(size: number, maxMsgNums: number, bytes: number, count: number, inDisk: boolean): boolean {
+    if (count === 0) return false;
+    if (count >= maxMsgNums) return true;
+    const o = this.#o;
+    if (inDisk) return bytes + size > o.maxTransferBytesOnMessageInDisk || count >= o.maxTransferCountOnMessageInDisk;
+    return bytes + size > o.maxTransferBytesOnMessageInMemory || count >= o.maxTransferCountOnMessageInMemory;
+  }
+
+  getMaxOffsetInQueue(topic: string, queueId: number): number {
+    return this.#queues.get(topic)?.get(queueId)?.maxOffset ?? 0;
+  }
+
+  getMinOffsetInQueue(topic: string, queueId: number): number {
+    return this.#queues.get(topic)?.get(queueId)?.minOffset ?? 0;
+  }
+
+  /** CommitLog offset of the message at `cqOffset`, or -1. */
+  getCommitLogOffsetInQueue(topic: string, queueId: number, cqOffset: number): number {
+    return this.#queues.get(topic)?.get(queueId)?.get(cqOffset)?.phyOffset ?? -1;
+  }
+
+  #storeTimeOf(phy: number): number {
+    const f = this.commitLog.segmentFor(phy);
+    if (!f) return -1;
+    const pos = phy - f.fileFromOffset + OFFSET_STORE_TIMESTAMP;
+    return f.view.getInt32(pos) * 2 ** 32 + f.view.getUint32(pos + 4);
+  }
+
+  /**
+   * The first queue offset whose message was stored at or after `timestamp` (maxOffset if all
+   * are older; 0 for an empty or unknown queue). Binary search over the ConsumeQueue.
+   */
+  getOffsetInQueueByTime(topic: string, queueId: number, timestamp: number): number {
+    const cq = this.#queues.get(topic)?.get(queueId);
+    if (!cq) return 0;
+    let lo = cq.minOffset;
+    let hi = cq.maxOffset;
+    while (lo < hi) {
+      const mid = Math.floor((lo + hi) / 2);
+      const u = cq.get(mid);
+      const t = u && u.size !== CQ_FILLER_SIZE ? this.#storeTimeOf(u.phyOffset) : -1;
+      if (t >= 0 && t >= timestamp) hi = mid;
+      else lo = mid + 1;
+    }
+    return lo;
+  }
+
+  /** Store time of the first message still in the queue, or -1. */
+  getEarliestMessageTime(topic: string, queueId: number): number {
+    const cq = this.#queues.get(topic)?.get(queueId);
+    if (!cq) return -1;
+    for (let off = cq.minOffset; off < cq.maxOffset; off++) {
+      const u = cq.get(off);
+      if (u && u.size !== CQ_FILLER_SIZE && u.phyOffset >= this.commitLog.minOffset) return this.#storeTimeOf(u.phyOffset);
+    }
+    return -1;
+  }
+
+  /** Store time of the oldest message in the whole CommitLog, or -1. */
+  getEarliestMessageTimeOverall(): number {
+    const first = this.commitLog.segments[0];
+    if (!first || first.wrotePosition === 0) return -1;
+    return this.#storeTimeOf(first.fileFromOffset);
+  }
+
+  /** The stored record at a CommitLog offset (the offset message id), raw bytes. */
+  selectOneMessageByOffset(phyOffset: number): Uint8Array | undefined {
+    const f = this.commitLog.segmentFor(phyOffset);
+    if (!f) return undefined;
+    const pos = phyOffset - f.fileFromOffset;
+    if (pos + 4 > f.wrotePosition) return undefined;
+    const size = readTotalSize(f.buf, pos);
+    if (size <= 0) return undefined;
+    return this.commitLog.read(phyOffset, size);
+  }
+
+  lookMessageByOffset(phyOffset: number): DecodedRecord | undefined {
+    const bytes = this.selectOneMessageByOffset(phyOffset);
+    if (!bytes) return undefined;
+    const r = decodeRecordAt(bytes, 0, { checkCrc: false });
+    return "totalSize" in r ? r : undefined;
+  }
+
+  /** Messages of `topic` whose KEYS contain `key` or whose UNIQ_KEY is `key`, newest first. */
+  queryMessage(
+    topic: string,
+    key: string,
+    maxNum: number,
+    begin: number,
+    end: number,
+  ): { messages: Uint8Array[]; indexLastUpdateTimestamp: number; indexLastUpdatePhyoffset: number } {
+    const q = this.#index.queryOffset(topic, key, maxNum, begin, end);
+    const messages: Uint8Array[] = [];
+    for (const phy of q.phyOffsets) {
+      const bytes = this.selectOneMessageByOffset(phy);
+      if (!bytes) continue;
+      const r = decodeRecordAt(bytes, 0, { checkCrc: false, readBody: false });
+      if (!("totalSize" in r) || r.topic !== topic) continue;
+      const props = parseProperties(r.properties);
+      const keys = props[MessageConst.KEYS]?.split(MessageConst.PROPERTY_KEY_SEPARATOR) ?? [];
+      if (props[MessageConst.UNIQ_KEY] !== key && !keys.includes(key)) continue;
+      messages.push(bytes);
+      if (messages.length >= maxNum) break;
+    }
+    return { messages, indexLastUpdateTimestamp: q.indexLastUpdateTimestamp, indexLastUpdatePhyoffset: q.indexLastUpdatePhyoffset };
+  }
+
+  /** Topics with at least one ConsumeQueue on disk, with their queue ids. */
+  queues(): Map<string, number[]> {
+    const out = new Map<string, number[]>();
+    for (const [topic, byId] of this.#queues) out.set(topic, [...byId.keys()].sort((a, b) => a - b));
+    return out;
+  }
+
+  /** Drops the ConsumeQueues of deleted topics (their CommitLog bytes expire with retention). */
+  deleteTopics(topics: Iterable<string>): void {
+    for (const topic of topics) {
+      const byId = this.#queues.get(topic);
+      if (!byId) continue;
+      for (const cq of byId.values()) cq.destroy();
+      this.#queues.delete(topic);
+      this.commitLog.removeQueueOffsets(topic);
+      rmSync(join(this.#o.dir, "consumequeue", topic), { recursive: true, force: true });
+    }
+  }
+
+  // ---------------------------------------------------------------- retention
+
+  /** Fraction of the store's filesystem in use (0..1). */
+  diskUsageRatio(): number {
+    const s = statfsSync(this.#o.dir);
+    return s.blocks > 0 ? (s.blocks - s.bavail) / s.blocks : 0;
+  }
+
+  #checkDisk(): number {
+    const ratio = this.diskUsageRatio();
+    this.#diskFull = ratio > this.#o.diskCriticalRatio;
+    return ratio;
+  }
+
+  /**
+   * Deletes CommitLog segments older than fileReservedTimeHours when the hour is one of
+   * deleteWhen (or `force`), and the oldest segments regardless of age while the disk is above
+   * diskMaxUsedSpaceRatio; then the ConsumeQueue and index files that only point below the new
+   * minimum. Never deletes the segment being written. Returns the number of segments deleted.
+   */
+  cleanExpiredFiles(force: boolean): number {
+    if (this.#shutdown) return 0;
+    const now = this.#now();
+    const ratio = this.#checkDisk();
+    const hours = this.#o.deleteWhen.split(";").map((h) => Number(h));
+    const timeUp = force || hours.includes(new Date(now).getHours());
+    const diskPressure = ratio > this.#o.diskMaxUsedSpaceRatio;
+    if (!timeUp && !diskPressure) return 0;
+    const reservedMs = this.#o.fileReservedTimeHours * HOUR_MS;
+    const expired = (f: MappedFile) => now - statSync(f.path).mtimeMs > reservedMs;
+    // Under disk pressure, delete the oldest even if not expired, a few at a time.
+    const n = this.commitLog.deleteSegments((f) => (timeUp && expired(f)) || (diskPressure && this.diskUsageRatio() > this.#o.diskMaxUsedSpaceRatio), 10);
+    if (n > 0) {
+      const clMin = this.commitLog.minOffset;
+      for (const cq of this.#allQueues()) cq.deleteExpiredFiles(clMin);
+      this.#index.deleteExpiredFiles(clMin);
+      this.#checkDisk();
+    }
+    return n;
+  }
+
+  // ---------------------------------------------------------------- status and shutdown
+
+  get maxPhyOffset(): number {
+    return this.commitLog.maxOffset;
+  }
+
+  get minPhyOffset(): number {
+    return this.commitLog.minOffset;
+  }
+
+  get dispatchedOffset(): number {
+    return this.#reputOffset;
+  }
+
+  /** Damaged CommitLog ranges that recovery found and excluded from reads. */
+  get corruptRanges(): readonly CorruptRange[] {
+    return this.#corrupt;
+  }
+
+  get isDiskFull(): boolean {
+    return this.#diskFull;
+  }
+
+  /** Clean stop: flush everything, write the checkpoint, remove the abort marker, unlock. */
+  async shutdown(): Promise<void> {
+    if (this.#shutdown) return;
+    for (const t of this.#timers) clearInterval(t);
+    this.#timers = [];
+    await this.#checkpointing;
+    this.#shutdown = true;
+    this.commitLog.flushSync();
+    for (const cq of this.#allQueues()) cq.flushSync();
+    const indexTs = this.#index.flush();
+    writeCheckpoint(join(this.#o.dir, "checkpoint"), {
+      commitLogFlushedOffset: this.commitLog.flushedOffset,
+      dispatchedOffset: this.#reputOffset,
+      indexCheckpointTimestamp: indexTs,
+      writtenAt: this.#now(),
+    });
+    this.#closeFiles();
+    rmSync(join(this.#o.dir, "abort"), { force: true });
+    releaseLock(join(this.#o.dir, "lock"));
+  }
+
+  #closeFiles(): void {
+    this.commitLog.close();
+    for (const cq of this.#allQueues()) cq.close();
+    this.#index.close();
+  }
+}
+
+/** One process per store: the lock file holds the owner's pid; a dead owner's lock is taken over. */
+function acquireLock(path: string): void {
+  if (existsSync(path)) {
+    const pid = Number(readFileSync(path, "utf8").trim());
+    if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && processAlive(pid)) {
+      throw new Error(`store ${path.replace(/\/lock$/, "")} is in use by process ${pid}`);
+    }
+  }
+  writeFileSync(path, String(process.pid));
+}
+
+function releaseLock(path: string): void {
+  try {
+    if (readFileSync(path, "utf8").trim() === String(process.pid)) unlinkSync(path);
+  } catch {
+    // Already gone.
+  }
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as { code?: string }).code === "EPERM";
+  }
+}
