@@ -227,6 +227,119 @@ describe("role rules", () => {
   });
 });
 
+describe("store keys", () => {
+  test("defaults follow RocketMQ", () => {
+    const s = ok(undefined, { role: "standalone" }).config.store;
+    expect(s).toMatchObject({
+      syncFlushTimeoutMs: 5000, checkCrcOnRecover: true, consumeQueueUnitsPerFile: 300000, indexSlotNum: 5000000,
+      indexNum: 20000000, fileReservedTimeHours: 72, deleteWhen: "04", deleteCommitLogFilesIntervalMs: 10000,
+      diskMaxUsedSpaceRatio: 0.75, diskCriticalRatio: 0.9, maxTransferBytesOnMessageInMemory: 262144,
+      maxTransferCountOnMessageInMemory: 32, maxTransferBytesOnMessageInDisk: 65536, maxTransferCountOnMessageInDisk: 8,
+      accessMessageInMemoryMaxRatio: 40,
+    });
+  });
+
+  test("values in range load, fractions as numbers and 0 hours of retention", () => {
+    const s = ok(
+      "store:\n  deleteWhen: '00;12;23'\n  diskMaxUsedSpaceRatio: 0.1\n  diskCriticalRatio: 0.99\n  fileReservedTimeHours: 0\n" +
+        "  checkCrcOnRecover: false\n  accessMessageInMemoryMaxRatio: 100\n",
+      { role: "standalone" },
+    ).config.store;
+    expect([s.deleteWhen, s.diskMaxUsedSpaceRatio, s.diskCriticalRatio, s.fileReservedTimeHours]).toEqual(["00;12;23", 0.1, 0.99, 0]);
+    expect([s.checkCrcOnRecover, s.accessMessageInMemoryMaxRatio]).toEqual([false, 100]);
+  });
+
+  test("deleteWhen may be written unquoted, as RocketMQ's broker.conf does", () => {
+    // A plain 04 is the YAML integer 4; its source text is what counts.
+    expect(ok("store:\n  deleteWhen: 04\n", { role: "standalone" }).config.store.deleteWhen).toBe("04");
+    expect(ok("store:\n  deleteWhen: 04;16\n", { role: "standalone" }).config.store.deleteWhen).toBe("04;16");
+  });
+
+  test("a bad deleteWhen", () => {
+    const form = 'expected two-digit hours 00-23 joined by ";", e.g. "04" or "04;16", got';
+    expect(oneError("store:\n  deleteWhen: 4\n")).toBe(`2:3: store.deleteWhen: ${form} "4" (write "04")`);
+    expect(oneError("store:\n  deleteWhen: '04;6'\n")).toBe(`2:3: store.deleteWhen: ${form} "04;6" (write "06")`);
+    expect(oneError("store:\n  deleteWhen: '24'\n")).toBe(`2:3: store.deleteWhen: ${form} "24" (hour 24 is not between 00 and 23)`);
+    expect(oneError("store:\n  deleteWhen: '04;04'\n")).toBe(`2:3: store.deleteWhen: ${form} "04;04" (hour 04 is listed twice)`);
+    expect(oneError("store:\n  deleteWhen: '04;'\n")).toBe(`2:3: store.deleteWhen: ${form} "04;"`);
+    expect(oneError("store:\n  deleteWhen: '04,16'\n")).toBe(`2:3: store.deleteWhen: ${form} "04,16"`);
+    expect(oneError("store:\n  deleteWhen: ''\n")).toBe(`2:3: store.deleteWhen: ${form} ""`);
+    expect(oneError("store:\n  deleteWhen: true\n")).toBe('2:3: store.deleteWhen: expected hours of the day like "04" or "04;16", got true');
+    expect(oneError("store:\n  deleteWhen: [4]\n")).toBe('2:3: store.deleteWhen: expected hours of the day like "04" or "04;16", got a list');
+  });
+
+  test("diskCriticalRatio must be above diskMaxUsedSpaceRatio, reported at the key that was set", () => {
+    expect(oneError("store:\n  diskCriticalRatio: 0.7\n")).toBe(
+      "2:3: store.diskCriticalRatio: must be greater than store.diskMaxUsedSpaceRatio (0.75) so old files are deleted before writes are refused, got 0.7",
+    );
+    expect(oneError("store:\n  diskMaxUsedSpaceRatio: 0.95\n")).toBe(
+      "2:3: store.diskMaxUsedSpaceRatio: must be smaller than store.diskCriticalRatio (0.9) so old files are deleted before writes are refused, got 0.95",
+    );
+    // Both set (equal is not enough): the critical ratio is the one reported.
+    expect(oneError("store:\n  diskMaxUsedSpaceRatio: 0.8\n  diskCriticalRatio: 0.8\n")).toBe(
+      "3:3: store.diskCriticalRatio: must be greater than store.diskMaxUsedSpaceRatio (0.8) so old files are deleted before writes are refused, got 0.8",
+    );
+    // A value rejected on its own is not reported a second time by the cross-key rule.
+    expect(oneError("store:\n  diskMaxUsedSpaceRatio: 0.95\n  diskCriticalRatio: 1.5\n")).toBe(
+      "3:3: store.diskCriticalRatio: out of range: must be between 0.1 and 0.99, got 1.5",
+    );
+    // Not checked for the name server, which never reads them.
+    ok("store:\n  diskMaxUsedSpaceRatio: 0.95\n", { role: "namesrv" });
+  });
+
+  test("ratios are fractions; a RocketMQ-style percent gets a hint", () => {
+    expect(oneError("store:\n  diskMaxUsedSpaceRatio: 75\n")).toBe(
+      "2:3: store.diskMaxUsedSpaceRatio: out of range: must be between 0.1 and 0.95, got 75 (a fraction: write 0.75 for 75%)",
+    );
+    expect(oneError("store:\n  diskMaxUsedSpaceRatio: 0.05\n")).toBe("2:3: store.diskMaxUsedSpaceRatio: out of range: must be between 0.1 and 0.95, got 0.05");
+    expect(oneError("store:\n  diskCriticalRatio: 1\n")).toBe("2:3: store.diskCriticalRatio: out of range: must be between 0.1 and 0.99, got 1");
+    expect(oneError("store:\n  diskMaxUsedSpaceRatio: '0.5'\n")).toBe('2:3: store.diskMaxUsedSpaceRatio: expected a number, got "0.5"');
+    expect(oneError("store:\n  diskMaxUsedSpaceRatio: .nan\n")).toBe("2:3: store.diskMaxUsedSpaceRatio: expected a number, got .nan");
+    expect(oneError("store:\n  diskCriticalRatio: .inf\n")).toBe("2:3: store.diskCriticalRatio: expected a number, got .inf");
+  });
+
+  test("a fraction where an integer is expected", () => {
+    expect(oneError("store:\n  consumeQueueUnitsPerFile: 64.5\n")).toBe("2:3: store.consumeQueueUnitsPerFile: expected an integer, got 64.5");
+    expect(oneError("store:\n  fileReservedTimeHours: 0.5\n")).toBe("2:3: store.fileReservedTimeHours: expected an integer, got 0.5");
+    expect(oneError("store:\n  indexNum: 2e7\n")).toBe("2:3: store.indexNum: expected an integer, got 2e7");
+    expect(oneError("store:\n  syncFlushTimeoutMs: 5000.0\n")).toBe("2:3: store.syncFlushTimeoutMs: expected an integer, got 5000.0");
+    expect(oneError("store:\n  accessMessageInMemoryMaxRatio: 0.4\n")).toBe(
+      "2:3: store.accessMessageInMemoryMaxRatio: expected an integer, got 0.4 (a whole percentage: write 40 for 40%)",
+    );
+  });
+
+  test("integer ranges", () => {
+    expect(oneError("store:\n  consumeQueueUnitsPerFile: 0\n")).toBe(
+      "2:3: store.consumeQueueUnitsPerFile: out of range: must be between 1 and 107374182, got 0",
+    );
+    // 107374183 units × 20 bytes no longer fits a signed 32-bit file position.
+    expect(oneError("store:\n  consumeQueueUnitsPerFile: 107374183\n")).toBe(
+      "2:3: store.consumeQueueUnitsPerFile: out of range: must be between 1 and 107374182, got 107374183",
+    );
+    expect(oneError("store:\n  indexSlotNum: 0\n")).toBe("2:3: store.indexSlotNum: out of range: must be ≥ 1, got 0");
+    expect(oneError("store:\n  indexNum: 1\n")).toBe("2:3: store.indexNum: out of range: must be ≥ 2, got 1");
+    expect(oneError("store:\n  fileReservedTimeHours: -1\n")).toBe("2:3: store.fileReservedTimeHours: out of range: must be ≥ 0, got -1");
+    expect(oneError("store:\n  syncFlushTimeoutMs: 0\n")).toBe("2:3: store.syncFlushTimeoutMs: out of range: must be ≥ 1, got 0");
+    expect(oneError("store:\n  deleteCommitLogFilesIntervalMs: 0\n")).toBe(
+      "2:3: store.deleteCommitLogFilesIntervalMs: out of range: must be ≥ 1, got 0",
+    );
+    expect(oneError("store:\n  maxTransferCountOnMessageInDisk: 0\n")).toBe(
+      "2:3: store.maxTransferCountOnMessageInDisk: out of range: must be ≥ 1, got 0",
+    );
+    expect(oneError("store:\n  accessMessageInMemoryMaxRatio: 101\n")).toBe(
+      "2:3: store.accessMessageInMemoryMaxRatio: out of range: must be between 1 and 100, got 101",
+    );
+    expect(oneError("store:\n  checkCrcOnRecover: 'no'\n")).toBe('2:3: store.checkCrcOnRecover: expected true or false, got "no"');
+  });
+
+  test("an IndexFile must fit in 2 GiB", () => {
+    const size = "an IndexFile of 40 + 5000000 × 4 + 107374182 × 20 = 2167483680 bytes is larger than 2147483647";
+    expect(oneError("store:\n  indexNum: 107374182\n")).toBe(`2:3: store.indexNum: too large for store.indexSlotNum 5000000: ${size}`);
+    const size2 = "an IndexFile of 40 + 500000000 × 4 + 20000000 × 20 = 2400000040 bytes is larger than 2147483647";
+    expect(oneError("store:\n  indexSlotNum: 500000000\n")).toBe(`2:3: store.indexSlotNum: too large for store.indexNum 20000000: ${size2}`);
+  });
+});
+
 describe("multiple errors", () => {
   test("are all reported at once, in file order, with their own line numbers", () => {
     const file = yamlFile(
@@ -352,7 +465,9 @@ describe("derived values", () => {
 describe("--print-config", () => {
   test("toYaml loads back to an equal Config for every role", () => {
     for (const role of ROLES) {
-      const first = ok("namesrv:\n  listen: '[::1]:0'\nbroker:\n  haMasterAddress: 10.0.0.9:10912\n", {
+      const first = ok(
+        "namesrv:\n  listen: '[::1]:0'\nbroker:\n  haMasterAddress: 10.0.0.9:10912\n" +
+          "store:\n  deleteWhen: 04;16\n  diskMaxUsedSpaceRatio: 0.5\n  diskCriticalRatio: 0.875\n  checkCrcOnRecover: false\n", {
         role, namesrv: "10.0.0.1:9876;10.0.0.2:9876", store: join(dir, "data"), brokerName: "1234", cluster: "true",
       }).config;
       const again = ok(toYaml(first), {}).config;

@@ -175,8 +175,11 @@ export function loadConfig(opts: { file?: string; flags: CliFlags }): LoadedConf
 
   errors.push(...derive(config, sources, rejected));
   for (const c of crossCheck(config)) {
-    if (rejected.has(c.key)) continue;
-    errors.push(locate(sources[c.key], c.key, c.problem));
+    if (rejected.has(c.key) || (c.other !== undefined && rejected.has(c.other.key))) continue;
+    // Point at the key the operator set: with only the other one set, tell it from that side.
+    const other = c.other;
+    const use = other !== undefined && sources[c.key].kind === "default" && sources[other.key].kind !== "default" ? other : c;
+    errors.push(locate(sources[use.key], use.key, use.problem));
   }
   if (errors.length > 0) return { errors };
   return { config, sources, warnings };

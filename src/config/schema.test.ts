@@ -1,16 +1,21 @@
 import { describe, expect, test } from "bun:test";
 import {
+  checkFlagValue,
+  checkValue,
   closest,
   crossCheck,
   defaultConfig,
   editDistance,
   formatHostPort,
   getValue,
+  indexFileBytes,
   KEYS,
+  parseDeleteWhen,
   parseHostPort,
   portsToBind,
   ROLES,
   type Config,
+  type KeyDef,
 } from "./schema.ts";
 
 function leafKeys(obj: Record<string, unknown>, prefix = ""): string[] {
@@ -33,7 +38,16 @@ describe("schema table", () => {
       expect(d.doc.length).toBeGreaterThan(0);
       if (d.key.endsWith("Ms")) expect(d.unit).toBe("ms");
       if (d.key.endsWith("Bytes")) expect(d.unit).toBe("bytes");
+      if (d.key.endsWith("Hours")) expect(d.unit).toBe("hours");
+      if (d.key.includes("TransferBytes")) expect(d.unit).toBe("bytes");
     }
+  });
+
+  test("store defaults are RocketMQ's, and the default IndexFile is RocketMQ's 420000040 bytes", () => {
+    const s = defaultConfig("master").store;
+    expect(indexFileBytes(s.indexSlotNum, s.indexNum)).toBe(420000040);
+    expect(s.consumeQueueUnitsPerFile * 20).toBe(6000000);
+    expect([s.fileReservedTimeHours, s.deleteWhen, s.diskMaxUsedSpaceRatio, s.diskCriticalRatio]).toEqual([72, "04", 0.75, 0.9]);
   });
 
   test("role-dependent defaults", () => {
@@ -56,6 +70,39 @@ describe("schema table", () => {
     for (const role of ROLES) {
       const problems = crossCheck(defaultConfig(role)).map((p) => p.key);
       expect(problems).toEqual(role === "master" || role === "slave" ? ["broker.namesrvAddr"] : []);
+    }
+  });
+});
+
+describe("value types", () => {
+  const numberDef: KeyDef = { key: "store.diskCriticalRatio", type: { kind: "number", min: 0, max: 10 }, roles: ["master"], doc: "x" };
+  const ratio = KEYS.find((d) => d.key === "store.diskMaxUsedSpaceRatio");
+  if (ratio === undefined) throw new Error("store.diskMaxUsedSpaceRatio missing");
+
+  test("a number key accepts integers and fractions, written any YAML way", () => {
+    expect(checkValue(numberDef, 3, "3")).toEqual({ ok: true, value: 3 });
+    expect(checkValue(numberDef, 2.5, "2.5")).toEqual({ ok: true, value: 2.5 });
+    expect(checkValue(numberDef, 1000, "1e3")).toEqual({ ok: false, problem: "out of range: must be between 0 and 10, got 1000" });
+    expect(checkValue(numberDef, 0.5, ".5")).toEqual({ ok: true, value: 0.5 });
+    expect(checkValue(numberDef, Number.NaN, ".nan")).toEqual({ ok: false, problem: "expected a number, got .nan" });
+    expect(checkValue(numberDef, false, "false")).toEqual({ ok: false, problem: "expected a number, got false" });
+  });
+
+  test("a number key given as a flag", () => {
+    expect(checkFlagValue(numberDef, "7")).toEqual({ ok: true, value: 7 });
+    expect(checkFlagValue(numberDef, "0.25")).toEqual({ ok: true, value: 0.25 });
+    expect(checkFlagValue(numberDef, "1,5")).toEqual({ ok: false, problem: 'expected a number, got "1,5"' });
+    expect(checkFlagValue(ratio, "80")).toEqual({ ok: false, problem: "out of range: must be between 0.1 and 0.95, got 80 (a fraction: write 0.8 for 80%)" });
+    // Only a whole percent whose fraction is in range gets the hint.
+    expect(checkFlagValue(ratio, "99")).toEqual({ ok: false, problem: "out of range: must be between 0.1 and 0.95, got 99" });
+  });
+
+  test("parseDeleteWhen reads RocketMQ's hours of the day", () => {
+    expect(parseDeleteWhen("04")).toEqual([4]);
+    expect(parseDeleteWhen("04;16")).toEqual([4, 16]);
+    expect(parseDeleteWhen("23;00")).toEqual([23, 0]);
+    for (const bad of ["", "4", "004", "24", "04;", ";04", "04;04", "04 ;16", "-1", "aa"]) {
+      expect(parseDeleteWhen(bad)).toHaveProperty("invalid");
     }
   });
 });
@@ -107,6 +154,32 @@ describe("portsToBind", () => {
     c.broker.namesrvAddr = ["127.0.0.1:9876"];
     c.broker.admin = { host: "127.0.0.1", port: 10912 };
     expect(crossCheck(c)).toEqual([{ key: "broker.admin", problem: "port 10912 (broker admin) is also bound by broker.listen (HA)" }]);
+  });
+});
+
+describe("store cross-key rules", () => {
+  test("diskCriticalRatio above diskMaxUsedSpaceRatio, told from both sides", () => {
+    const c = defaultConfig("standalone");
+    c.store.diskMaxUsedSpaceRatio = 0.9;
+    const [p] = crossCheck(c);
+    expect(p?.key).toBe("store.diskCriticalRatio");
+    expect(p?.other?.key).toBe("store.diskMaxUsedSpaceRatio");
+    c.store.diskCriticalRatio = 0.91;
+    expect(crossCheck(c)).toEqual([]);
+  });
+
+  test("an IndexFile larger than 2147483647 bytes", () => {
+    const c = defaultConfig("standalone");
+    c.store.indexNum = Math.floor((2147483647 - 40 - c.store.indexSlotNum * 4) / 20);
+    expect(crossCheck(c)).toEqual([]);
+    c.store.indexNum += 1;
+    expect(crossCheck(c).map((p) => [p.key, p.other?.key])).toEqual([["store.indexNum", "store.indexSlotNum"]]);
+  });
+
+  test("store rules are skipped for the name server", () => {
+    const c = defaultConfig("namesrv");
+    c.store.diskMaxUsedSpaceRatio = 0.95;
+    expect(crossCheck(c)).toEqual([]);
   });
 });
 

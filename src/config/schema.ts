@@ -63,6 +63,25 @@ export interface Config {
     flushDiskType: FlushDiskType;
     commitLogSegmentBytes: number;
     flushIntervalMs: number;
+    syncFlushTimeoutMs: number;
+    checkCrcOnRecover: boolean;
+    consumeQueueUnitsPerFile: number;
+    indexSlotNum: number;
+    indexNum: number;
+    fileReservedTimeHours: number;
+    /** RocketMQ format: two-digit hours joined by ";", e.g. "04;16". `parseDeleteWhen` reads it. */
+    deleteWhen: string;
+    deleteCommitLogFilesIntervalMs: number;
+    /** A fraction of the disk, 0.1..0.95. */
+    diskMaxUsedSpaceRatio: number;
+    /** A fraction of the disk, above diskMaxUsedSpaceRatio and at most 0.99. */
+    diskCriticalRatio: number;
+    maxTransferBytesOnMessageInMemory: number;
+    maxTransferCountOnMessageInMemory: number;
+    maxTransferBytesOnMessageInDisk: number;
+    maxTransferCountOnMessageInDisk: number;
+    /** Percent of physical RAM, 1..100. */
+    accessMessageInMemoryMaxRatio: number;
   };
 }
 
@@ -93,6 +112,8 @@ export const BROKER_ADMIN_OFFSET = -1;
 
 export type ValueType =
   | { kind: "int"; min: number; max: number }
+  /** A YAML number (integers accepted too), finite and within [min, max]. */
+  | { kind: "number"; min: number; max: number }
   | { kind: "bool" }
   | { kind: "enum"; values: readonly string[] }
   /** Cluster and broker names: they end up in routes, file names and admin URLs. */
@@ -101,12 +122,14 @@ export type ValueType =
   | { kind: "hostOrEmpty" }
   | { kind: "hostPort"; minPort: number; allowEmpty: boolean }
   | { kind: "hostPortList" }
-  | { kind: "path"; allowEmpty: boolean };
+  | { kind: "path"; allowEmpty: boolean }
+  /** Hours of the day as RocketMQ's deleteWhen writes them: "04" or "04;16" (00..23 each). */
+  | { kind: "hoursOfDay" };
 
 export interface KeyDef {
   readonly key: KeyPath;
   readonly type: ValueType;
-  readonly unit?: "bytes" | "ms";
+  readonly unit?: "bytes" | "ms" | "hours" | "percent";
   /** Roles whose processes read this key; others accept it and ignore it. */
   readonly roles: readonly Role[];
   readonly doc: string;
@@ -127,6 +150,19 @@ export function runsBroker(role: Role): boolean {
 }
 
 const int = (min: number, max = INT32_MAX): ValueType => ({ kind: "int", min, max });
+const num = (min: number, max: number): ValueType => ({ kind: "number", min, max });
+
+/** Bytes of one ConsumeQueue unit (commit-log offset 8, size 4, tag code 8; wire reference §5.3). */
+export const CONSUME_QUEUE_UNIT_BYTES = 20;
+/** IndexFile geometry (wire reference §5.4): header, then 4-byte slots, then 20-byte entries. */
+export const INDEX_HEADER_BYTES = 40;
+export const INDEX_SLOT_BYTES = 4;
+export const INDEX_ENTRY_BYTES = 20;
+
+/** Size of one IndexFile for a slot and entry count. */
+export function indexFileBytes(slotNum: number, indexNum: number): number {
+  return INDEX_HEADER_BYTES + slotNum * INDEX_SLOT_BYTES + indexNum * INDEX_ENTRY_BYTES;
+}
 const listenType: ValueType = { kind: "hostPort", minPort: 0, allowEmpty: false };
 
 export const KEYS: readonly KeyDef[] = [
@@ -197,6 +233,38 @@ export const KEYS: readonly KeyDef[] = [
     doc: "size of one CommitLog segment file" },
   { key: "store.flushIntervalMs", type: int(1), unit: "ms", roles: BROKER_ROLES,
     doc: "ASYNC_FLUSH: how often dirty pages are flushed" },
+  { key: "store.syncFlushTimeoutMs", type: int(1), unit: "ms", roles: BROKER_ROLES,
+    doc: "SYNC_FLUSH: how long a send waits for fsync before answering FLUSH_DISK_TIMEOUT" },
+  { key: "store.checkCrcOnRecover", type: { kind: "bool" }, roles: BROKER_ROLES,
+    doc: "check each record's body CRC when recovering the CommitLog after a crash" },
+  // A file's byte size must fit a signed 32-bit position, like commitLogSegmentBytes.
+  { key: "store.consumeQueueUnitsPerFile", type: int(1, Math.floor(INT32_MAX / CONSUME_QUEUE_UNIT_BYTES)),
+    roles: BROKER_ROLES, doc: `ConsumeQueue units per file (each unit is ${CONSUME_QUEUE_UNIT_BYTES} bytes)` },
+  { key: "store.indexSlotNum", type: int(1), roles: BROKER_ROLES,
+    doc: "hash slots per IndexFile (4 bytes each)" },
+  // IndexFile entry 0 is never used, so a file needs 2 entries to hold one key.
+  { key: "store.indexNum", type: int(2), roles: BROKER_ROLES,
+    doc: "entries per IndexFile (20 bytes each); a file holds indexNum - 1 keys" },
+  { key: "store.fileReservedTimeHours", type: int(0), unit: "hours", roles: BROKER_ROLES,
+    doc: "how long after its last write a CommitLog or ConsumeQueue file expires; 0 = at once" },
+  { key: "store.deleteWhen", type: { kind: "hoursOfDay" }, roles: BROKER_ROLES,
+    doc: "hours of the day when expired files are deleted: two-digit hours joined by \";\", e.g. \"04;16\"" },
+  { key: "store.deleteCommitLogFilesIntervalMs", type: int(1), unit: "ms", roles: BROKER_ROLES,
+    doc: "how often the file retention check runs" },
+  { key: "store.diskMaxUsedSpaceRatio", type: num(0.1, 0.95), roles: BROKER_ROLES,
+    doc: "disk usage (fraction) above which the oldest files are deleted, expired or not" },
+  { key: "store.diskCriticalRatio", type: num(0.1, 0.99), roles: BROKER_ROLES,
+    doc: "disk usage (fraction, above diskMaxUsedSpaceRatio) above which writes are refused" },
+  { key: "store.maxTransferBytesOnMessageInMemory", type: int(1), unit: "bytes", roles: BROKER_ROLES,
+    doc: "pull batch byte limit for data still in memory; a pull always returns at least one message" },
+  { key: "store.maxTransferCountOnMessageInMemory", type: int(1), roles: BROKER_ROLES,
+    doc: "pull batch message limit for data still in memory" },
+  { key: "store.maxTransferBytesOnMessageInDisk", type: int(1), unit: "bytes", roles: BROKER_ROLES,
+    doc: "pull batch byte limit for data read from disk" },
+  { key: "store.maxTransferCountOnMessageInDisk", type: int(1), roles: BROKER_ROLES,
+    doc: "pull batch message limit for data read from disk" },
+  { key: "store.accessMessageInMemoryMaxRatio", type: int(1, 100), unit: "percent", roles: BROKER_ROLES,
+    doc: "data further than this share of physical RAM behind the CommitLog tail counts as on disk" },
 ];
 
 const BY_KEY = new Map<string, KeyDef>(KEYS.map((d) => [d.key, d]));
@@ -239,7 +307,27 @@ export function defaultConfig(role: Role): Config {
       registerNameServerPeriodMs: 30000,
       maxMessageSizeBytes: 4 * MiB,
     },
-    store: { dir: "./data", flushDiskType: "ASYNC_FLUSH", commitLogSegmentBytes: 1024 * MiB, flushIntervalMs: 500 },
+    store: {
+      dir: "./data",
+      flushDiskType: "ASYNC_FLUSH",
+      commitLogSegmentBytes: 1024 * MiB,
+      flushIntervalMs: 500,
+      syncFlushTimeoutMs: 5000,
+      checkCrcOnRecover: true,
+      consumeQueueUnitsPerFile: 300000,
+      indexSlotNum: 5000000,
+      indexNum: 20000000,
+      fileReservedTimeHours: 72,
+      deleteWhen: "04",
+      deleteCommitLogFilesIntervalMs: 10000,
+      diskMaxUsedSpaceRatio: 0.75,
+      diskCriticalRatio: 0.9,
+      maxTransferBytesOnMessageInMemory: 256 * 1024,
+      maxTransferCountOnMessageInMemory: 32,
+      maxTransferBytesOnMessageInDisk: 64 * 1024,
+      maxTransferCountOnMessageInDisk: 8,
+      accessMessageInMemoryMaxRatio: 40,
+    },
   };
 }
 
@@ -335,9 +423,25 @@ export function checkValue(def: KeyDef, raw: unknown, text?: string): Checked {
   switch (t.kind) {
     case "int": {
       const isInt = typeof raw === "number" && Number.isInteger(raw) && (text === undefined || /^[-+]?[0-9]+$/.test(text));
-      if (!isInt) return { ok: false, problem: `expected an integer, got ${show(raw, text)}` };
+      if (!isInt) {
+        // RocketMQ writes some ratios as fractions and others as percents; say which this one is.
+        const hint = def.unit === "percent" && typeof raw === "number" && raw > 0 && raw < 1
+          ? ` (a whole percentage: write ${Math.round(raw * 100)} for ${Math.round(raw * 100)}%)` : "";
+        return { ok: false, problem: `expected an integer, got ${show(raw, text)}${hint}` };
+      }
       return checkRange(t, raw);
     }
+    case "number": {
+      if (typeof raw !== "number" || !Number.isFinite(raw)) {
+        return { ok: false, problem: `expected a number, got ${show(raw, text)}` };
+      }
+      return fractionHint(t, raw, checkRange(t, raw));
+    }
+    case "hoursOfDay":
+      // An unquoted single hour (deleteWhen: 04) reads as the number 4; its source text is "04".
+      if (typeof raw === "number" && text !== undefined) return checkText(def, text);
+      if (typeof raw === "string") return checkText(def, raw);
+      return { ok: false, problem: `expected hours of the day like "04" or "04;16", got ${show(raw, text)}` };
     case "bool":
       if (typeof raw !== "boolean") return { ok: false, problem: `expected true or false, got ${show(raw, text)}` };
       return { ok: true, value: raw };
@@ -370,11 +474,22 @@ export function checkFlagValue(def: KeyDef, text: string): Checked {
     if (!/^[0-9]+$/.test(text)) return { ok: false, problem: `expected an integer ≥ ${t.min}, got ${JSON.stringify(text)}` };
     return checkRange(t, Number(text));
   }
+  if (t.kind === "number") {
+    if (!/^[0-9]+(\.[0-9]+)?$/.test(text)) return { ok: false, problem: `expected a number, got ${JSON.stringify(text)}` };
+    return fractionHint(t, Number(text), checkRange(t, Number(text)));
+  }
   if (t.kind === "bool") {
     if (text === "true" || text === "false") return { ok: true, value: text === "true" };
     return { ok: false, problem: `expected true or false, got ${JSON.stringify(text)}` };
   }
   return checkText(def, text);
+}
+
+/** A fraction written as a percent (RocketMQ's diskMaxUsedSpaceRatio is 75 where ours is 0.75). */
+function fractionHint(t: { min: number; max: number }, n: number, checked: Checked): Checked {
+  const asFraction = n / 100;
+  if (checked.ok || t.max > 1 || !Number.isInteger(n) || asFraction < t.min || asFraction > t.max) return checked;
+  return { ok: false, problem: `${checked.problem} (a fraction: write ${asFraction} for ${n}%)` };
 }
 
 function checkRange(t: { min: number; max: number }, n: number): Checked {
@@ -410,9 +525,34 @@ function checkText(def: KeyDef, s: string): Checked {
     case "path":
       if (s === "" && !t.allowEmpty) return { ok: false, problem: "expected a path, got an empty string" };
       return { ok: true, value: s };
+    case "hoursOfDay": {
+      const hours = parseDeleteWhen(s);
+      if ("invalid" in hours) return { ok: false, problem: hours.invalid };
+      return { ok: true, value: s };
+    }
     default:
       return { ok: false, problem: `expected ${t.kind}, got ${JSON.stringify(s)}` };
   }
+}
+
+/**
+ * Reads RocketMQ's deleteWhen: two-digit hours of the day (00..23) joined by ";", e.g. "04;16".
+ * Returns the hours in the order written.
+ */
+export function parseDeleteWhen(text: string): number[] | { invalid: string } {
+  const form = `expected two-digit hours 00-23 joined by ";", e.g. "04" or "04;16", got ${JSON.stringify(text)}`;
+  const hours: number[] = [];
+  for (const part of text.split(";")) {
+    if (!/^[0-9]{2}$/.test(part)) {
+      const hint = /^[0-9]$/.test(part) ? ` (write "0${part}")` : "";
+      return { invalid: `${form}${hint}` };
+    }
+    const h = Number(part);
+    if (h > 23) return { invalid: `${form} (hour ${part} is not between 00 and 23)` };
+    if (hours.includes(h)) return { invalid: `${form} (hour ${part} is listed twice)` };
+    hours.push(h);
+  }
+  return hours;
 }
 
 function checkAddrList(items: string[]): Checked {
@@ -471,13 +611,21 @@ function hostsOverlap(a: string, b: string): boolean {
 export interface KeyProblem {
   key: KeyPath;
   problem: string;
+  /**
+   * The same problem told from the other key it involves. The loader reports this one instead
+   * when only the other key was set, so the message points at the line to change.
+   */
+  other?: { key: KeyPath; problem: string };
 }
 
 /** Rules that involve the role or several keys; each problem is attributed to one key. */
 export function crossCheck(config: Config): KeyProblem[] {
   const out: KeyProblem[] = [];
   const add = (key: KeyPath, problem: string) => out.push({ key, problem });
-  if (runsBroker(config.role)) checkBroker(config, add);
+  if (runsBroker(config.role)) {
+    checkBroker(config, add);
+    checkStore(config.store, out);
+  }
   const ports = portsToBind(config);
   for (const [i, p] of ports.entries()) {
     const { host, port } = p.hostPort;
@@ -518,6 +666,31 @@ function checkBroker(config: Config, add: (key: KeyPath, problem: string) => voi
   if (b.maxMessageSizeBytes >= frame) {
     add("broker.maxMessageSizeBytes", `must be smaller than remoting.frameSizeMaxBytes (${frame}) ` +
       `so a message fits in one frame, got ${b.maxMessageSizeBytes}`);
+  }
+}
+
+function checkStore(s: Config["store"], out: KeyProblem[]): void {
+  if (s.diskCriticalRatio <= s.diskMaxUsedSpaceRatio) {
+    out.push({
+      key: "store.diskCriticalRatio",
+      problem: `must be greater than store.diskMaxUsedSpaceRatio (${s.diskMaxUsedSpaceRatio}) ` +
+        `so old files are deleted before writes are refused, got ${s.diskCriticalRatio}`,
+      other: {
+        key: "store.diskMaxUsedSpaceRatio",
+        problem: `must be smaller than store.diskCriticalRatio (${s.diskCriticalRatio}) ` +
+          `so old files are deleted before writes are refused, got ${s.diskMaxUsedSpaceRatio}`,
+      },
+    });
+  }
+  const indexBytes = indexFileBytes(s.indexSlotNum, s.indexNum);
+  if (indexBytes > INT32_MAX) {
+    const size = `an IndexFile of ${INDEX_HEADER_BYTES} + ${s.indexSlotNum} × ${INDEX_SLOT_BYTES} + ` +
+      `${s.indexNum} × ${INDEX_ENTRY_BYTES} = ${indexBytes} bytes is larger than ${INT32_MAX}`;
+    out.push({
+      key: "store.indexNum",
+      problem: `too large for store.indexSlotNum ${s.indexSlotNum}: ${size}`,
+      other: { key: "store.indexSlotNum", problem: `too large for store.indexNum ${s.indexNum}: ${size}` },
+    });
   }
 }
 

@@ -1,9 +1,10 @@
 /** Every YAML file in config/ loads with zero errors and documents the keys of the schema. */
-import { describe, expect, test } from "bun:test";
-import { readFileSync } from "node:fs";
+import { afterAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadConfig, type CliFlags } from "./load.ts";
-import { KEYS, ROLES, type Role } from "./schema.ts";
+import { keyDef, KEYS, ROLES, type Role } from "./schema.ts";
 
 const CONFIG_DIR = join(import.meta.dir, "..", "..", "config");
 const ROLE_FILES: Record<string, Role> = {
@@ -13,10 +14,27 @@ const ROLE_FILES: Record<string, Role> = {
   "standalone.yaml": "standalone",
 };
 
+const tmp = mkdtempSync(join(tmpdir(), "rocketbun-shipped-"));
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
 function loadClean(file: string, flags: CliFlags) {
   const r = loadConfig({ file, flags });
   expect("errors" in r ? r.errors : []).toEqual([]);
   return r;
+}
+
+/** The file with every "  # key: value" line of a known key uncommented. */
+function uncommentDefaults(text: string): string {
+  let section = "";
+  return text
+    .split("\n")
+    .map((line) => {
+      const top = /^([A-Za-z0-9]+):/.exec(line);
+      if (top) section = top[1] ?? "";
+      const m = /^  # ([A-Za-z0-9]+): (.*)$/.exec(line);
+      return m && keyDef(`${section}.${m[1]}`) !== undefined ? `  ${m[1]}: ${m[2]}` : line;
+    })
+    .join("\n");
 }
 
 describe("shipped configs", () => {
@@ -40,6 +58,16 @@ describe("shipped configs", () => {
         expect({ key: def.key, documented: pattern.test(text) }).toEqual({ key: def.key, documented: true });
       }
     });
+
+    test(`${name}: every commented-out key shows its built-in default`, () => {
+      const text = readFileSync(file, "utf8");
+      const uncommented = uncommentDefaults(text);
+      const copy = join(tmp, name);
+      writeFileSync(copy, uncommented);
+      const shipped = loadClean(file, {});
+      const allSet = loadClean(copy, {});
+      if ("config" in shipped && "config" in allSet) expect(allSet.config).toEqual(shipped.config);
+    });
   }
 
   test("test-min.yaml loads clean for every role", () => {
@@ -47,7 +75,9 @@ describe("shipped configs", () => {
     for (const role of ROLES) {
       const r = loadClean(file, { role, namesrv: "127.0.0.1:9876" });
       if ("config" in r) {
-        expect(r.config.store.commitLogSegmentBytes).toBe(65536);
+        const s = r.config.store;
+        expect(s.commitLogSegmentBytes).toBe(65536);
+        expect([s.consumeQueueUnitsPerFile, s.indexSlotNum, s.indexNum, s.syncFlushTimeoutMs]).toEqual([64, 64, 256, 2000]);
         expect(r.config.broker.listen.port).toBe(0);
         expect(r.config.namesrv.listen.port).toBe(0);
       }
