@@ -255,6 +255,11 @@ export class CommitLog {
     this.#flushedOffset = this.maxOffset;
   }
 
+  /** Unmaps idle segments except the last two (the one being written and its predecessor). */
+  releaseCold(idleMs: number, nowMs?: number): number {
+    return this.#files.releaseCold(2, idleMs, nowMs);
+  }
+
   /** Deletes whole segments from the front while `canDelete` holds (never the last). */
   deleteSegments(canDelete: (f: MappedFile) => boolean, maxFiles?: number): number {
     return this.#files.deleteFromFront(canDelete, maxFiles);

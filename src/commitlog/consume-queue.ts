@@ -192,6 +192,11 @@ export class ConsumeQueue {
     return this.#files.flushAsync();
   }
 
+  /** Unmaps idle files except the one being written. */
+  releaseCold(idleMs: number, nowMs?: number): number {
+    return this.#files.releaseCold(1, idleMs, nowMs);
+  }
+
   /** True when some unit is written but not yet flushed. */
   get dirty(): boolean {
     const last = this.#files.last;

@@ -118,6 +118,22 @@ export class MappedFileQueue {
     for (const f of this.files) f.flushSync();
   }
 
+  /**
+   * Unmaps files other than the last `keepLast` that were not used for `idleMs` (and are fully
+   * flushed). Returns how many were released.
+   */
+  releaseCold(keepLast: number, idleMs: number, nowMs = performance.now()): number {
+    let n = 0;
+    for (let i = 0; i < this.files.length - keepLast; i++) {
+      const f = this.files[i]!;
+      if (f.mapped && nowMs - f.lastAccessMs >= idleMs && f.flushedPosition >= f.wrotePosition) {
+        f.release();
+        n++;
+      }
+    }
+    return n;
+  }
+
   /** Flushes dirty files on the thread pool (the event loop keeps serving meanwhile). */
   async flushAsync(): Promise<void> {
     const dirty = this.files.filter((f) => f.flushedPosition < f.wrotePosition);

@@ -16,6 +16,9 @@ import { basename } from "node:path";
 
 export const FILE_NAME_DIGITS = 20;
 
+const EMPTY = new Uint8Array(0);
+const EMPTY_VIEW = new DataView(EMPTY.buffer);
+
 export function offsetToFileName(offset: number): string {
   return String(offset).padStart(FILE_NAME_DIGITS, "0");
 }
@@ -31,13 +34,14 @@ export class MappedFile {
   readonly path: string;
   readonly fileFromOffset: number;
   readonly fileSize: number;
-  /** The mapping. Writers encode straight into it. */
-  buf: Uint8Array;
-  view: DataView;
   wrotePosition = 0;
   flushedPosition = 0;
   #fd: number;
   #closed = false;
+  #buf: Uint8Array | null = null;
+  #view: DataView | null = null;
+  /** Last time the mapping was used (ms); cold segments are unmapped to keep RSS flat. */
+  lastAccessMs = 0;
 
   private constructor(path: string, fd: number, fileSize: number) {
     this.path = path;
@@ -46,8 +50,45 @@ export class MappedFile {
     if (start === null) throw new Error(`not a segment file name: ${path}`);
     this.fileFromOffset = start;
     this.#fd = fd;
-    this.buf = Bun.mmap(path, { shared: true });
-    this.view = new DataView(this.buf.buffer, this.buf.byteOffset, this.buf.byteLength);
+    this.#map();
+  }
+
+  #map(): Uint8Array {
+    const buf = Bun.mmap(this.path, { shared: true });
+    this.#buf = buf;
+    this.#view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+    return buf;
+  }
+
+  /**
+   * The mapping. Writers encode straight into it; readers get views. A released (cold) segment
+   * is mapped again on first use.
+   */
+  get buf(): Uint8Array {
+    this.lastAccessMs = performance.now();
+    return this.#buf ?? (this.#closed ? EMPTY : this.#map());
+  }
+
+  get view(): DataView {
+    this.lastAccessMs = performance.now();
+    if (this.#view) return this.#view;
+    if (this.#closed) return EMPTY_VIEW;
+    this.#map();
+    return this.#view!;
+  }
+
+  get mapped(): boolean {
+    return this.#buf !== null;
+  }
+
+  /**
+   * Drops this process's mapping so its resident pages stop counting against RSS (the page cache
+   * keeps them while memory allows). Bun unmaps once the array is collected; views handed out
+   * earlier (e.g. a pull response still being written) keep it alive until they are done.
+   */
+  release(): void {
+    this.#buf = null;
+    this.#view = null;
   }
 
   /** Creates a new zero-filled (sparse) segment of `fileSize` bytes. */
@@ -128,8 +169,7 @@ export class MappedFile {
     this.#closed = true;
     closeSync(this.#fd);
     // Drop the mapping; Bun unmaps it when the array is collected.
-    this.buf = new Uint8Array(0);
-    this.view = new DataView(this.buf.buffer);
+    this.release();
   }
 
   /** Closes and deletes the file. */

@@ -72,6 +72,9 @@ export interface MessageStoreOptions {
   tagsCodeFor?: (topic: string, properties: Record<string, string> | null, storeTimestamp: number, tags: string | undefined) => number;
   /** Interval of the ConsumeQueue/index flush + checkpoint; default 1000 ms. */
   checkpointIntervalMs?: number;
+  /** How often idle mappings are released (default 5000 ms) and after how long idle (10000 ms). */
+  releaseColdIntervalMs?: number;
+  releaseColdIdleMs?: number;
 }
 
 export type PutMessageStatus =
@@ -285,6 +288,7 @@ export class MessageStore {
     this.commitLog.startFlushService();
     this.#timers.push(setInterval(() => void this.checkpoint(), this.#o.checkpointIntervalMs ?? 1000));
     this.#timers.push(setInterval(() => this.cleanExpiredFiles(false), this.#o.deleteCommitLogFilesIntervalMs));
+    this.#timers.push(setInterval(() => this.releaseColdMappings(), this.#o.releaseColdIntervalMs ?? 5000));
     this.#checkDisk();
   }
 
@@ -654,6 +658,20 @@ export class MessageStore {
       this.commitLog.removeQueueOffsets(topic);
       rmSync(join(this.#o.dir, "consumequeue", topic), { recursive: true, force: true });
     }
+  }
+
+  /**
+   * Keeps RSS independent of the stored size: segments and ConsumeQueue files that nobody used
+   * for a while are unmapped (their pages stay in the kernel's page cache while memory allows).
+   * Collection is forced once something was released, because mapped bytes are invisible to the
+   * garbage collector's heuristics and would otherwise linger.
+   */
+  releaseColdMappings(idleMs = this.#o.releaseColdIdleMs ?? 10_000): number {
+    const now = performance.now();
+    let n = this.commitLog.releaseCold(idleMs, now);
+    for (const cq of this.#allQueues()) n += cq.releaseCold(idleMs, now);
+    if (n > 0) Bun.gc(true);
+    return n;
   }
 
   // ---------------------------------------------------------------- retention
