@@ -19,3 +19,4 @@ export {
   type RecoveryReport,
 } from "./message-store.ts";
 export type { CorruptRange } from "./recovery.ts";
+export * from "./metadata.ts";

@@ -1,0 +1,297 @@
+/**
+ * `config/subscriptionGroup.json`: per consumer group settings, also the
+ * GET_ALL_SUBSCRIPTIONGROUP_CONFIG body (wire reference §3.15, §5.5, §5.7).
+ *
+ *   {"dataVersion":{"counter":2,"timestamp":1700000000000},
+ *    "subscriptionGroupTable":{"CG":{"brokerId":0,"consumeBroadcastEnable":true,"consumeEnable":true,
+ *      "consumeFromMinEnable":true,"groupName":"CG","notifyConsumerIdsChangedEnable":true,
+ *      "retryMaxTimes":16,"retryQueueNums":1,"whichBrokerWhenConsumeSlowly":1}}}
+ *
+ * Invariants: every entry's key equals its `groupName`; the dataVersion changes exactly when the
+ * table changes; a change is on disk before it is visible in memory.
+ */
+import {
+  type DataVersion,
+  type Decoded,
+  type Invalid,
+  type LoadedFrom,
+  type MetadataOptions,
+  INT32_MAX,
+  configPath,
+  dataVersionFromJson,
+  entryProblem,
+  isInvalid,
+  isJsonObject,
+  loadConfigFile,
+  nextVersion,
+  persistConfigFile,
+  readBool,
+  readInt,
+  sameVersion,
+  show,
+} from "./metadata-file.ts";
+
+export interface SubscriptionGroupConfig {
+  readonly groupName: string;
+  readonly consumeEnable: boolean;
+  readonly consumeFromMinEnable: boolean;
+  readonly consumeBroadcastEnable: boolean;
+  readonly retryQueueNums: number;
+  readonly retryMaxTimes: number;
+  readonly brokerId: number;
+  readonly whichBrokerWhenConsumeSlowly: number;
+  readonly notifyConsumerIdsChangedEnable: boolean;
+}
+
+export interface SubscriptionGroupWrapper {
+  dataVersion: DataVersion;
+  subscriptionGroupTable: Record<string, SubscriptionGroupConfig>;
+}
+
+/** Java `Validators.CHARACTER_MAX_LENGTH`, the clients' limit for group names. */
+export const GROUP_NAME_MAX_CHARS = 255;
+
+const GROUP_NAME_PATTERN = /^[%|a-zA-Z0-9_-]+$/;
+
+/** Groups whose prefix lets Java create them even with auto-creation off (`MixAll.isSysConsumerGroup`). */
+const SYS_GROUP_PREFIX = "CID_RMQ_SYS_";
+
+/** Groups a 4.9 broker always has (Java `SubscriptionGroupManager.init`). */
+export const PRE_CREATED_GROUPS: readonly string[] = [
+  "TOOLS_CONSUMER",
+  "FILTERSRV_CONSUMER",
+  "SELF_TEST_C_GROUP",
+  "CID_ONS-HTTP-PROXY",
+  "CID_ONSAPI_PULL",
+  "CID_ONSAPI_PERMISSION",
+  "CID_ONSAPI_OWNER",
+];
+
+export function defaultSubscriptionGroupConfig(groupName: string): SubscriptionGroupConfig {
+  return {
+    groupName,
+    consumeEnable: true,
+    consumeFromMinEnable: true,
+    consumeBroadcastEnable: true,
+    retryQueueNums: 1,
+    retryMaxTimes: 16,
+    brokerId: 0,
+    whichBrokerWhenConsumeSlowly: 1,
+    notifyConsumerIdsChangedEnable: true,
+  };
+}
+
+/**
+ * The rule for names this broker creates (newer Java brokers check the same before auto-creating).
+ * Files are read more leniently — any non-blank name up to 255 characters — because a 4.9 broker
+ * created groups without checking, and dropping a live group's settings would be worse.
+ */
+function validateNewGroupName(name: string): string | null {
+  if (name.trim() === "") return "the group name is blank";
+  if (name.length > GROUP_NAME_MAX_CHARS) return `the group name is longer than ${GROUP_NAME_MAX_CHARS} characters`;
+  if (!GROUP_NAME_PATTERN.test(name)) return "the group name contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$";
+  return null;
+}
+
+/**
+ * Validates one SubscriptionGroupConfig from JSON (a file entry, a master's body, or the
+ * UPDATE_AND_CREATE_SUBSCRIPTIONGROUP request body). Missing fields take the Java defaults.
+ */
+export function subscriptionGroupFromJson(raw: unknown): SubscriptionGroupConfig | Invalid {
+  if (!isJsonObject(raw)) return { invalid: `expected an object, got ${show(raw)}` };
+  const name = raw.groupName;
+  if (typeof name !== "string" || name.trim() === "" || name.length > GROUP_NAME_MAX_CHARS) {
+    return { invalid: `groupName: expected a non-blank string of at most ${GROUP_NAME_MAX_CHARS} characters, got ${show(name)}` };
+  }
+  const d = defaultSubscriptionGroupConfig(name);
+  const consumeEnable = readBool(raw, "consumeEnable", d.consumeEnable);
+  if (isInvalid(consumeEnable)) return consumeEnable;
+  const consumeFromMinEnable = readBool(raw, "consumeFromMinEnable", d.consumeFromMinEnable);
+  if (isInvalid(consumeFromMinEnable)) return consumeFromMinEnable;
+  const consumeBroadcastEnable = readBool(raw, "consumeBroadcastEnable", d.consumeBroadcastEnable);
+  if (isInvalid(consumeBroadcastEnable)) return consumeBroadcastEnable;
+  const notifyConsumerIdsChangedEnable = readBool(raw, "notifyConsumerIdsChangedEnable", d.notifyConsumerIdsChangedEnable);
+  if (isInvalid(notifyConsumerIdsChangedEnable)) return notifyConsumerIdsChangedEnable;
+  const retryQueueNums = readInt(raw, "retryQueueNums", d.retryQueueNums, 0, INT32_MAX);
+  if (isInvalid(retryQueueNums)) return retryQueueNums;
+  // Java int with no range check; -1 is meaningful to some clients, so only the int32 range is enforced.
+  const retryMaxTimes = readInt(raw, "retryMaxTimes", d.retryMaxTimes, -INT32_MAX - 1, INT32_MAX);
+  if (isInvalid(retryMaxTimes)) return retryMaxTimes;
+  const brokerId = readInt(raw, "brokerId", d.brokerId, 0, Number.MAX_SAFE_INTEGER);
+  if (isInvalid(brokerId)) return brokerId;
+  const whichBrokerWhenConsumeSlowly = readInt(raw, "whichBrokerWhenConsumeSlowly", d.whichBrokerWhenConsumeSlowly, 0, Number.MAX_SAFE_INTEGER);
+  if (isInvalid(whichBrokerWhenConsumeSlowly)) return whichBrokerWhenConsumeSlowly;
+  return {
+    groupName: name,
+    consumeEnable,
+    consumeFromMinEnable,
+    consumeBroadcastEnable,
+    retryQueueNums,
+    retryMaxTimes,
+    brokerId,
+    whichBrokerWhenConsumeSlowly,
+    notifyConsumerIdsChangedEnable,
+  };
+}
+
+/** Field order as fastjson writes it (alphabetical). */
+function groupJson(c: SubscriptionGroupConfig): SubscriptionGroupConfig {
+  return {
+    brokerId: c.brokerId,
+    consumeBroadcastEnable: c.consumeBroadcastEnable,
+    consumeEnable: c.consumeEnable,
+    consumeFromMinEnable: c.consumeFromMinEnable,
+    groupName: c.groupName,
+    notifyConsumerIdsChangedEnable: c.notifyConsumerIdsChangedEnable,
+    retryMaxTimes: c.retryMaxTimes,
+    retryQueueNums: c.retryQueueNums,
+    whichBrokerWhenConsumeSlowly: c.whichBrokerWhenConsumeSlowly,
+  };
+}
+
+function sameGroup(a: SubscriptionGroupConfig, b: SubscriptionGroupConfig): boolean {
+  return JSON.stringify(groupJson(a)) === JSON.stringify(groupJson(b));
+}
+
+interface GroupTable {
+  dataVersion: DataVersion | null;
+  groups: Map<string, SubscriptionGroupConfig>;
+}
+
+function decodeGroupWrapper(raw: unknown): Decoded<GroupTable> | Invalid {
+  if (!isJsonObject(raw)) return { invalid: "expected a JSON object at the top level" };
+  const problems: string[] = [];
+  let dataVersion: DataVersion | null = null;
+  if (Object.hasOwn(raw, "dataVersion")) {
+    const v = dataVersionFromJson(raw.dataVersion);
+    if (isInvalid(v)) problems.push(`${v.invalid} (ignored)`);
+    else dataVersion = v;
+  }
+  const table = raw.subscriptionGroupTable ?? {};
+  if (!isJsonObject(table)) return { invalid: `subscriptionGroupTable: expected an object, got ${show(table)}` };
+  const groups = new Map<string, SubscriptionGroupConfig>();
+  for (const [key, entry] of Object.entries(table)) {
+    const c = subscriptionGroupFromJson(entry);
+    if (isInvalid(c)) problems.push(`${entryProblem(`subscriptionGroupTable.${key}`, c.invalid)}; entry skipped`);
+    else if (c.groupName !== key) problems.push(`subscriptionGroupTable.${key}.groupName: ${show(c.groupName)} does not match its key; entry skipped`);
+    else groups.set(key, Object.freeze(c));
+  }
+  return { value: { dataVersion, groups }, problems };
+}
+
+export class SubscriptionGroupManager {
+  readonly #path: string;
+  readonly #now: () => number;
+  #groups = new Map<string, SubscriptionGroupConfig>();
+  #version: DataVersion;
+  #loadedFrom: LoadedFrom = "none";
+
+  constructor(opts: MetadataOptions) {
+    this.#path = configPath(opts.dir, "subscriptionGroup.json");
+    this.#now = opts.now ?? Date.now;
+    this.#version = { counter: 0, timestamp: this.#now() };
+    // As Java's constructor: present in memory from the start, written with the next change, and
+    // re-added on every start if an operator deleted one.
+    for (const g of PRE_CREATED_GROUPS) this.#groups.set(g, Object.freeze(defaultSubscriptionGroupConfig(g)));
+  }
+
+  /** Reads subscriptionGroup.json (or its .bak), merged over the pre-created groups. */
+  load(): string[] {
+    const r = loadConfigFile(this.#path, decodeGroupWrapper);
+    this.#loadedFrom = r.from;
+    if (r.value !== null) {
+      for (const [k, v] of r.value.groups) this.#groups.set(k, v);
+      if (r.value.dataVersion !== null) this.#version = r.value.dataVersion;
+    }
+    return r.problems;
+  }
+
+  get loadedFrom(): LoadedFrom {
+    return this.#loadedFrom;
+  }
+
+  get dataVersion(): DataVersion {
+    return this.#version;
+  }
+
+  get(group: string): SubscriptionGroupConfig | undefined {
+    return this.#groups.get(group);
+  }
+
+  all(): SubscriptionGroupConfig[] {
+    return [...this.#groups.values()];
+  }
+
+  /**
+   * The group's config; an unknown group is created with defaults (version bump + write) when
+   * `autoCreate` is set or the name has Java's system prefix `CID_RMQ_SYS_`. Returns undefined for
+   * an unknown group otherwise, or for a name that breaks the group-name rule. Throws only on a
+   * write error.
+   */
+  findOrCreate(group: string, autoCreate: boolean): SubscriptionGroupConfig | undefined {
+    const found = this.#groups.get(group);
+    if (found !== undefined) return found;
+    if (!autoCreate && !group.startsWith(SYS_GROUP_PREFIX)) return undefined;
+    if (validateNewGroupName(group) !== null) return undefined;
+    const c = Object.freeze(defaultSubscriptionGroupConfig(group));
+    const next = new Map(this.#groups);
+    next.set(group, c);
+    this.#commit(next, nextVersion(this.#version, this.#now()));
+    return c;
+  }
+
+  /** Creates or replaces one group; a reason when invalid; an identical config is a no-op. */
+  upsert(cfg: SubscriptionGroupConfig): string | null {
+    const c = subscriptionGroupFromJson({ ...cfg });
+    if (isInvalid(c)) return c.invalid;
+    const old = this.#groups.get(c.groupName);
+    if (old !== undefined && sameGroup(old, c)) return null;
+    if (old === undefined) {
+      const bad = validateNewGroupName(c.groupName);
+      if (bad !== null) return bad;
+    }
+    const next = new Map(this.#groups);
+    next.set(c.groupName, Object.freeze(c));
+    this.#commit(next, nextVersion(this.#version, this.#now()));
+    return null;
+  }
+
+  /** Returns whether the group existed. */
+  delete(group: string): boolean {
+    if (!this.#groups.has(group)) return false;
+    const next = new Map(this.#groups);
+    next.delete(group);
+    this.#commit(next, nextVersion(this.#version, this.#now()));
+    return true;
+  }
+
+  wrapper(): SubscriptionGroupWrapper {
+    return {
+      dataVersion: { counter: this.#version.counter, timestamp: this.#version.timestamp },
+      subscriptionGroupTable: Object.fromEntries([...this.#groups].map(([k, v]) => [k, groupJson(v)])),
+    };
+  }
+
+  /**
+   * A slave adopting its master's GET_ALL_SUBSCRIPTIONGROUP_CONFIG body: replaced wholesale when the
+   * dataVersion differs (Java `SlaveSynchronize.syncSubscriptionGroupConfig`). Returns problems.
+   */
+  replaceAll(wrapper: unknown): string[] {
+    const d = decodeGroupWrapper(wrapper);
+    if (isInvalid(d)) return [`subscription group body: ${d.invalid}; nothing changed`];
+    const problems = d.problems.map((p) => `subscription group body: ${p}`);
+    if (d.value.dataVersion === null) return [...problems, "subscription group body: dataVersion missing or invalid; nothing changed"];
+    if (sameVersion(d.value.dataVersion, this.#version)) return problems;
+    this.#commit(d.value.groups, d.value.dataVersion);
+    return problems;
+  }
+
+  #commit(groups: Map<string, SubscriptionGroupConfig>, version: DataVersion): void {
+    persistConfigFile(this.#path, {
+      dataVersion: version,
+      subscriptionGroupTable: Object.fromEntries([...groups].map(([k, v]) => [k, groupJson(v)])),
+    });
+    this.#groups = groups;
+    this.#version = version;
+  }
+}

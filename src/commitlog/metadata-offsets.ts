@@ -1,0 +1,306 @@
+/**
+ * `config/consumerOffset.json` and `config/delayOffset.json` (wire reference §3.15, §5.5, §5.6).
+ *
+ *   consumerOffset.json  {"offsetTable":{"<topic>@<group>":{"<queueId>":<offset>,...},...}}
+ *   delayOffset.json     {"offsetTable":{"<delayLevel>":<offset>,...}}
+ *
+ * Java writes the numeric keys unquoted (`{0:12}`); we read that form and write standard JSON with
+ * quoted keys, which fastjson reads back. These tables change on every consumer commit, so they are
+ * written by the broker's timer (`persistIfDirty`: every 5 s and at shutdown), not per change.
+ *
+ * Invariants: a key splits on "@" into exactly a non-empty topic and group; queue ids are 0..2^31-1;
+ * offsets are safe integers (Java longs beyond 2^53 are rejected on load, never rounded); `dirty` is
+ * set exactly when memory differs from the last successful write.
+ */
+import {
+  type Decoded,
+  type Invalid,
+  type LoadedFrom,
+  type MetadataOptions,
+  INT32_MAX,
+  configPath,
+  invariant,
+  isInvalid,
+  isJsonObject,
+  loadConfigFile,
+  persistConfigFile,
+  show,
+} from "./metadata-file.ts";
+
+export interface ConsumerOffsetBody {
+  offsetTable: Record<string, Record<string, number>>;
+}
+
+export interface DelayOffsetBody {
+  offsetTable: Record<string, number>;
+}
+
+const UINT_KEY = /^\d{1,10}$/;
+
+function intKey(key: string, min: number): number | null {
+  if (!UINT_KEY.test(key)) return null;
+  const n = Number(key);
+  return n >= min && n <= INT32_MAX ? n : null;
+}
+
+function isOffset(v: unknown): v is number {
+  return typeof v === "number" && Number.isSafeInteger(v);
+}
+
+type OffsetTable = Map<string, Map<number, number>>;
+
+function sameOffsets(a: Map<number, number> | undefined, b: Map<number, number>): boolean {
+  return a !== undefined && a.size === b.size && [...b].every(([k, v]) => a.get(k) === v);
+}
+
+function splitKey(key: string): [topic: string, group: string] | null {
+  const parts = key.split("@");
+  if (parts.length !== 2) return null;
+  const [topic, group] = parts;
+  return topic && group ? [topic, group] : null;
+}
+
+function decodeConsumerOffsets(raw: unknown): Decoded<OffsetTable> | Invalid {
+  if (!isJsonObject(raw)) return { invalid: "expected a JSON object at the top level" };
+  const table = raw.offsetTable ?? {};
+  if (!isJsonObject(table)) return { invalid: `offsetTable: expected an object, got ${show(table)}` };
+  const problems: string[] = [];
+  const out: OffsetTable = new Map();
+  for (const [key, queues] of Object.entries(table)) {
+    if (splitKey(key) === null) {
+      problems.push(`offsetTable.${key}: key is not <topic>@<group>; entry skipped`);
+      continue;
+    }
+    if (!isJsonObject(queues)) {
+      problems.push(`offsetTable.${key}: expected an object of queueId → offset, got ${show(queues)}; entry skipped`);
+      continue;
+    }
+    const m = new Map<number, number>();
+    for (const [q, off] of Object.entries(queues)) {
+      const queueId = intKey(q, 0);
+      if (queueId === null) problems.push(`offsetTable.${key}.${q}: queue id is not an integer 0..${INT32_MAX}; entry skipped`);
+      else if (!isOffset(off)) problems.push(`offsetTable.${key}.${q}: expected an integer offset, got ${show(off)}; entry skipped`);
+      else m.set(queueId, off);
+    }
+    out.set(key, m);
+  }
+  return { value: out, problems };
+}
+
+export class ConsumerOffsetManager {
+  readonly #path: string;
+  #table: OffsetTable = new Map();
+  #dirty = false;
+  #loadedFrom: LoadedFrom = "none";
+
+  constructor(opts: MetadataOptions) {
+    this.#path = configPath(opts.dir, "consumerOffset.json");
+  }
+
+  /** Reads consumerOffset.json (or its .bak). Returns problems; see `loadedFrom`. */
+  load(): string[] {
+    const r = loadConfigFile(this.#path, decodeConsumerOffsets);
+    this.#loadedFrom = r.from;
+    if (r.value !== null) for (const [k, v] of r.value) this.#table.set(k, v);
+    return r.problems;
+  }
+
+  get loadedFrom(): LoadedFrom {
+    return this.#loadedFrom;
+  }
+
+  get dirty(): boolean {
+    return this.#dirty;
+  }
+
+  /**
+   * Stores `offset` as given (including -1, as Java does). Returns a reason when the arguments
+   * cannot be stored faithfully — a name containing "@" would not split back on reload.
+   */
+  commit(group: string, topic: string, queueId: number, offset: number): string | null {
+    if (topic === "" || topic.includes("@")) return `topic ${show(topic)} is empty or contains "@"`;
+    if (group === "" || group.includes("@")) return `group ${show(group)} is empty or contains "@"`;
+    if (!Number.isInteger(queueId) || queueId < 0 || queueId > INT32_MAX) return `queueId ${queueId} is not an integer 0..${INT32_MAX}`;
+    if (!isOffset(offset)) return `offset ${offset} is not a safe integer`;
+    const key = `${topic}@${group}`;
+    let m = this.#table.get(key);
+    if (m === undefined) {
+      m = new Map();
+      this.#table.set(key, m);
+    }
+    // Consumers re-commit unchanged offsets every few seconds; only a real change needs a write.
+    if (m.get(queueId) !== offset) {
+      m.set(queueId, offset);
+      this.#dirty = true;
+    }
+    return null;
+  }
+
+  /** The committed offset, or -1 when the group never committed one for this queue. */
+  query(group: string, topic: string, queueId: number): number {
+    return this.#table.get(`${topic}@${group}`)?.get(queueId) ?? -1;
+  }
+
+  queryAll(group: string, topic: string): Map<number, number> {
+    return new Map(this.#table.get(`${topic}@${group}`) ?? []);
+  }
+
+  /** The GET_ALL_CONSUMER_OFFSET body (and the file's content). */
+  table(): ConsumerOffsetBody {
+    return { offsetTable: Object.fromEntries([...this.#table].map(([k, m]) => [k, Object.fromEntries(m)])) };
+  }
+
+  /**
+   * A slave adopting its master's GET_ALL_CONSUMER_OFFSET body. As Java's `putAll`, each
+   * topic@group the master has replaces the local one; keys only the slave has are kept (offsets
+   * consumers committed here while the master was away). Persists at once. Returns problems.
+   */
+  replaceAll(body: unknown): string[] {
+    const d = decodeConsumerOffsets(body);
+    if (isInvalid(d)) return [`consumer offset body: ${d.invalid}; nothing changed`];
+    for (const [k, v] of d.value) {
+      // The slave polls every 10 s; unchanged entries need no write.
+      if (sameOffsets(this.#table.get(k), v)) continue;
+      this.#table.set(k, v);
+      this.#dirty = true;
+    }
+    this.persistIfDirty();
+    return d.problems.map((p) => `consumer offset body: ${p}`);
+  }
+
+  /** Drops every topic@group entry of `group` (Java `removeOffset`). Returns how many. */
+  removeGroup(group: string): number {
+    return this.#removeWhere((_, g) => g === group);
+  }
+
+  /** Drops every topic@group entry of `topic` (Java `cleanOffsetByTopic`). Returns how many. */
+  removeTopic(topic: string): number {
+    return this.#removeWhere((t) => t === topic);
+  }
+
+  groupsOf(topic: string): string[] {
+    return this.#keys().filter(([t]) => t === topic).map(([, g]) => g);
+  }
+
+  topicsOf(group: string): string[] {
+    return this.#keys().filter(([, g]) => g === group).map(([t]) => t);
+  }
+
+  /**
+   * Writes the file if anything changed since the last write; returns whether it wrote. A write
+   * error is thrown and the table stays dirty, so the next call retries.
+   */
+  persistIfDirty(): boolean {
+    if (!this.#dirty) return false;
+    persistConfigFile(this.#path, this.table());
+    this.#dirty = false;
+    return true;
+  }
+
+  #keys(): [string, string][] {
+    const out: [string, string][] = [];
+    for (const k of this.#table.keys()) {
+      const tg = splitKey(k);
+      if (tg !== null) out.push(tg);
+    }
+    return out;
+  }
+
+  #removeWhere(match: (topic: string, group: string) => boolean): number {
+    let n = 0;
+    for (const k of [...this.#table.keys()]) {
+      const tg = splitKey(k);
+      if (tg !== null && match(tg[0], tg[1])) {
+        this.#table.delete(k);
+        n++;
+      }
+    }
+    if (n > 0) this.#dirty = true;
+    return n;
+  }
+}
+
+function decodeDelayOffsets(raw: unknown): Decoded<Map<number, number>> | Invalid {
+  if (!isJsonObject(raw)) return { invalid: "expected a JSON object at the top level" };
+  const table = raw.offsetTable ?? {};
+  if (!isJsonObject(table)) return { invalid: `offsetTable: expected an object, got ${show(table)}` };
+  const problems: string[] = [];
+  const out = new Map<number, number>();
+  for (const [k, off] of Object.entries(table)) {
+    const level = intKey(k, 1);
+    if (level === null) problems.push(`offsetTable.${k}: delay level is not an integer 1..${INT32_MAX}; entry skipped`);
+    else if (!isOffset(off) || off < 0) problems.push(`offsetTable.${k}: expected a non-negative integer offset, got ${show(off)}; entry skipped`);
+    else out.set(level, off);
+  }
+  return { value: out, problems };
+}
+
+/** Per delay level, the next offset to deliver in that level's SCHEDULE_TOPIC_XXXX queue. */
+export class DelayOffsetManager {
+  readonly #path: string;
+  #table = new Map<number, number>();
+  #dirty = false;
+  #loadedFrom: LoadedFrom = "none";
+
+  constructor(opts: MetadataOptions) {
+    this.#path = configPath(opts.dir, "delayOffset.json");
+  }
+
+  load(): string[] {
+    const r = loadConfigFile(this.#path, decodeDelayOffsets);
+    this.#loadedFrom = r.from;
+    if (r.value !== null) for (const [k, v] of r.value) this.#table.set(k, v);
+    return r.problems;
+  }
+
+  get loadedFrom(): LoadedFrom {
+    return this.#loadedFrom;
+  }
+
+  get dirty(): boolean {
+    return this.#dirty;
+  }
+
+  /** 0 for a level never written, as Java's schedule timer starts an unknown level at 0. */
+  get(level: number): number {
+    return this.#table.get(level) ?? 0;
+  }
+
+  /** Called by the schedule service only, so bad arguments are a bug there, not input. */
+  set(level: number, offset: number): void {
+    invariant(Number.isInteger(level) && level >= 1 && level <= INT32_MAX, `delay level ${level} must be an integer >= 1`);
+    invariant(isOffset(offset) && offset >= 0, `delay offset ${offset} must be a non-negative safe integer`);
+    if (this.#table.get(level) === offset) return;
+    this.#table.set(level, offset);
+    this.#dirty = true;
+  }
+
+  /** The GET_ALL_DELAY_OFFSET body (and the file's content). */
+  table(): DelayOffsetBody {
+    return { offsetTable: Object.fromEntries(this.#table) };
+  }
+
+  /**
+   * A slave adopting its master's GET_ALL_DELAY_OFFSET body: the whole table is replaced (Java
+   * overwrites the file with the master's). A malformed top level changes nothing. Persists at once.
+   */
+  replaceAll(body: unknown): string[] {
+    const d = decodeDelayOffsets(body);
+    if (isInvalid(d)) return [`delay offset body: ${d.invalid}; nothing changed`];
+    // The slave polls every 10 s; an unchanged table needs no write.
+    if (!sameOffsets(this.#table, d.value)) {
+      this.#table = d.value;
+      this.#dirty = true;
+    }
+    this.persistIfDirty();
+    return d.problems.map((p) => `delay offset body: ${p}`);
+  }
+
+  /** As `ConsumerOffsetManager.persistIfDirty` (the broker calls it every 10 s and at shutdown). */
+  persistIfDirty(): boolean {
+    if (!this.#dirty) return false;
+    persistConfigFile(this.#path, this.table());
+    this.#dirty = false;
+    return true;
+  }
+}

@@ -1,0 +1,359 @@
+/**
+ * `config/topics.json`: the broker's topic table, also the GET_ALL_TOPIC_CONFIG body and the
+ * `topicConfigSerializeWrapper` of REGISTER_BROKER (wire reference §3.15, §3.16, §5.5, §5.8).
+ *
+ *   {"dataVersion":{"counter":3,"timestamp":1700000000000},
+ *    "topicConfigTable":{"TopicA":{"order":false,"perm":6,"readQueueNums":4,
+ *      "topicFilterType":"SINGLE_TAG","topicName":"TopicA","topicSysFlag":0,"writeQueueNums":4}}}
+ *
+ * Invariants: every entry's key equals its `topicName` and passes `validateTopicName`; the
+ * dataVersion changes exactly when the table changes (the name server re-reads topics only when
+ * it does); a change is on disk before it is visible in memory, so a failed write changes nothing.
+ */
+import {
+  type DataVersion,
+  type Decoded,
+  type Invalid,
+  type LoadedFrom,
+  type MetadataOptions,
+  INT32_MAX,
+  configPath,
+  dataVersionFromJson,
+  entryProblem,
+  invariant,
+  isInvalid,
+  isJsonObject,
+  loadConfigFile,
+  nextVersion,
+  persistConfigFile,
+  readBool,
+  readInt,
+  sameVersion,
+  show,
+} from "./metadata-file.ts";
+
+/** Permission bits (Java `PermName`). Normal topics use READ | WRITE = 6. */
+export const PermName = {
+  PRIORITY: 8,
+  READ: 4,
+  WRITE: 2,
+  INHERIT: 1,
+} as const;
+
+export function isReadable(perm: number): boolean {
+  return (perm & PermName.READ) === PermName.READ;
+}
+
+export function isWriteable(perm: number): boolean {
+  return (perm & PermName.WRITE) === PermName.WRITE;
+}
+
+export function isInherited(perm: number): boolean {
+  return (perm & PermName.INHERIT) === PermName.INHERIT;
+}
+
+export type TopicFilterType = "SINGLE_TAG" | "MULTI_TAG";
+
+export interface TopicConfig {
+  readonly topicName: string;
+  readonly readQueueNums: number;
+  readonly writeQueueNums: number;
+  readonly perm: number;
+  readonly topicFilterType: TopicFilterType;
+  /** Bit 0 unit topic, bit 1 unit subscription (Java `TopicSysFlag`). */
+  readonly topicSysFlag: number;
+  readonly order: boolean;
+}
+
+export interface TopicConfigWrapper {
+  dataVersion: DataVersion;
+  topicConfigTable: Record<string, TopicConfig>;
+}
+
+/** Java `TopicValidator.TOPIC_MAX_LENGTH`: the stored record keeps the topic length in one byte. */
+export const TOPIC_NAME_MAX_CHARS = 127;
+
+const TOPIC_NAME_PATTERN = /^[%|a-zA-Z0-9_-]+$/;
+
+/**
+ * RocketMQ's topic rules (Java `TopicValidator.validateTopic`); null means valid. The reasons are
+ * Java's remark texts, so a caller can put them in the response remark unchanged.
+ */
+export function validateTopicName(name: string): string | null {
+  if (name.trim() === "") return "The specified topic is blank.";
+  if (!TOPIC_NAME_PATTERN.test(name)) return "The specified topic contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$";
+  if (name.length > TOPIC_NAME_MAX_CHARS) return "The specified topic is longer than topic max length.";
+  return null;
+}
+
+export const SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX";
+export const SELF_TEST_TOPIC = "SELF_TEST_TOPIC";
+export const OFFSET_MOVED_EVENT = "OFFSET_MOVED_EVENT";
+export const AUTO_CREATE_TOPIC = "TBW102";
+export const BENCHMARK_TOPIC = "BenchmarkTest";
+export const TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC";
+export const TRANS_HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC";
+export const TRANS_OP_HALF_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC";
+export const TRANS_CHECK_MAX_TIME_TOPIC = "TRANS_CHECK_MAX_TIME_TOPIC";
+
+/** Java `TopicValidator.NOT_ALLOWED_SEND_TOPIC_SET`: producers may not send to these directly. */
+const NOT_ALLOWED_SEND = new Set([
+  SCHEDULE_TOPIC,
+  TRANS_HALF_TOPIC,
+  TRANS_OP_HALF_TOPIC,
+  TRANS_CHECK_MAX_TIME_TOPIC,
+  SELF_TEST_TOPIC,
+  OFFSET_MOVED_EVENT,
+]);
+
+export function isNotAllowedSendTopic(name: string): boolean {
+  return NOT_ALLOWED_SEND.has(name);
+}
+
+/** Java `TopicConfig` bean defaults, applied to fields a file or body leaves out. */
+export function defaultTopicConfig(topicName: string): TopicConfig {
+  const perm = PermName.READ | PermName.WRITE;
+  return { topicName, readQueueNums: 16, writeQueueNums: 16, perm, topicFilterType: "SINGLE_TAG", topicSysFlag: 0, order: false };
+}
+
+/**
+ * Validates one TopicConfig from JSON (a file entry, a master's body, an admin request). Missing
+ * fields take the Java defaults; present fields must have the right type and range.
+ */
+export function topicConfigFromJson(raw: unknown): TopicConfig | Invalid {
+  if (!isJsonObject(raw)) return { invalid: `expected an object, got ${show(raw)}` };
+  const name = raw.topicName;
+  if (typeof name !== "string") return { invalid: `topicName: expected a string, got ${show(name)}` };
+  const bad = validateTopicName(name);
+  if (bad !== null) return { invalid: `topicName: ${bad}` };
+  const d = defaultTopicConfig(name);
+  const readQueueNums = readInt(raw, "readQueueNums", d.readQueueNums, 0, INT32_MAX);
+  if (isInvalid(readQueueNums)) return readQueueNums;
+  const writeQueueNums = readInt(raw, "writeQueueNums", d.writeQueueNums, 0, INT32_MAX);
+  if (isInvalid(writeQueueNums)) return writeQueueNums;
+  const perm = readInt(raw, "perm", d.perm, 0, 15);
+  if (isInvalid(perm)) return perm;
+  const topicSysFlag = readInt(raw, "topicSysFlag", d.topicSysFlag, 0, INT32_MAX);
+  if (isInvalid(topicSysFlag)) return topicSysFlag;
+  const order = readBool(raw, "order", d.order);
+  if (isInvalid(order)) return order;
+  let topicFilterType = d.topicFilterType;
+  if (Object.hasOwn(raw, "topicFilterType")) {
+    const f = raw.topicFilterType;
+    if (f !== "SINGLE_TAG" && f !== "MULTI_TAG") return { invalid: `topicFilterType: expected "SINGLE_TAG" or "MULTI_TAG", got ${show(f)}` };
+    topicFilterType = f;
+  }
+  return { topicName: name, readQueueNums, writeQueueNums, perm, topicFilterType, topicSysFlag, order };
+}
+
+function sameTopicConfig(a: TopicConfig, b: TopicConfig): boolean {
+  return (
+    a.topicName === b.topicName &&
+    a.readQueueNums === b.readQueueNums &&
+    a.writeQueueNums === b.writeQueueNums &&
+    a.perm === b.perm &&
+    a.topicFilterType === b.topicFilterType &&
+    a.topicSysFlag === b.topicSysFlag &&
+    a.order === b.order
+  );
+}
+
+/** Field order as fastjson writes it (alphabetical), so files diff cleanly against a Java broker's. */
+function topicConfigJson(c: TopicConfig): TopicConfig {
+  return {
+    order: c.order,
+    perm: c.perm,
+    readQueueNums: c.readQueueNums,
+    topicFilterType: c.topicFilterType,
+    topicName: c.topicName,
+    topicSysFlag: c.topicSysFlag,
+    writeQueueNums: c.writeQueueNums,
+  };
+}
+
+interface TopicTable {
+  dataVersion: DataVersion | null;
+  topics: Map<string, TopicConfig>;
+}
+
+/** Top-level shape decides whether the copy is usable; each entry is checked on its own. */
+function decodeTopicWrapper(raw: unknown): Decoded<TopicTable> | Invalid {
+  if (!isJsonObject(raw)) return { invalid: "expected a JSON object at the top level" };
+  const problems: string[] = [];
+  let dataVersion: DataVersion | null = null;
+  if (Object.hasOwn(raw, "dataVersion")) {
+    const v = dataVersionFromJson(raw.dataVersion);
+    if (isInvalid(v)) problems.push(`${v.invalid} (ignored)`);
+    else dataVersion = v;
+  }
+  const table = raw.topicConfigTable ?? {};
+  if (!isJsonObject(table)) return { invalid: `topicConfigTable: expected an object, got ${show(table)}` };
+  const topics = new Map<string, TopicConfig>();
+  for (const [key, entry] of Object.entries(table)) {
+    const c = topicConfigFromJson(entry);
+    if (isInvalid(c)) problems.push(`${entryProblem(`topicConfigTable.${key}`, c.invalid)}; entry skipped`);
+    else if (c.topicName !== key) problems.push(`topicConfigTable.${key}.topicName: ${show(c.topicName)} does not match its key; entry skipped`);
+    else topics.set(key, Object.freeze(c));
+  }
+  return { value: { dataVersion, topics }, problems };
+}
+
+export interface SystemTopicOptions {
+  clusterName: string;
+  brokerName: string;
+  /** Creates TBW102, the template topic auto-creation inherits from. */
+  autoCreateTopicEnable: boolean;
+  /** TBW102's read/write queue count (broker default 8). */
+  defaultTopicQueueNums: number;
+  /** RMQ_SYS_TRACE_TOPIC; Java default false. */
+  traceTopicEnable?: boolean;
+  /** Without it the cluster-name topic keeps only INHERIT (perm 1); Java default true. */
+  clusterTopicEnable?: boolean;
+  /** Without it the broker-name topic keeps only INHERIT (perm 1); Java default true. */
+  brokerTopicEnable?: boolean;
+}
+
+/** The start-up topics of a 4.9 broker (wire reference §5.8), in Java's creation order. */
+export function systemTopics(o: SystemTopicOptions): TopicConfig[] {
+  const rw = PermName.READ | PermName.WRITE;
+  const t = (topicName: string, queues: number, perm: number): TopicConfig => ({
+    ...defaultTopicConfig(topicName),
+    readQueueNums: queues,
+    writeQueueNums: queues,
+    perm,
+  });
+  const out: TopicConfig[] = [t(SELF_TEST_TOPIC, 1, rw)];
+  if (o.autoCreateTopicEnable) out.push(t(AUTO_CREATE_TOPIC, o.defaultTopicQueueNums, rw | PermName.INHERIT));
+  out.push(t(BENCHMARK_TOPIC, 1024, rw));
+  out.push(t(o.clusterName, 16, PermName.INHERIT | (o.clusterTopicEnable ?? true ? rw : 0)));
+  out.push(t(o.brokerName, 1, PermName.INHERIT | (o.brokerTopicEnable ?? true ? rw : 0)));
+  out.push(t(OFFSET_MOVED_EVENT, 1, rw));
+  out.push(t(SCHEDULE_TOPIC, 18, rw));
+  if (o.traceTopicEnable ?? false) out.push(t(TRACE_TOPIC, 1, rw));
+  out.push(t(`${o.clusterName}_REPLY_TOPIC`, 1, rw));
+  return out;
+}
+
+export class TopicConfigManager {
+  readonly #path: string;
+  readonly #now: () => number;
+  #topics = new Map<string, TopicConfig>();
+  #version: DataVersion;
+  #loadedFrom: LoadedFrom = "none";
+
+  constructor(opts: MetadataOptions) {
+    this.#path = configPath(opts.dir, "topics.json");
+    this.#now = opts.now ?? Date.now;
+    this.#version = { counter: 0, timestamp: this.#now() };
+  }
+
+  /**
+   * Reads topics.json (or its .bak). Returns problems; see `loadedFrom` for whether the table is
+   * usable. Entries are merged over what is in memory, as Java's `putAll` does.
+   */
+  load(): string[] {
+    const r = loadConfigFile(this.#path, decodeTopicWrapper);
+    this.#loadedFrom = r.from;
+    if (r.value !== null) {
+      for (const [k, v] of r.value.topics) this.#topics.set(k, v);
+      if (r.value.dataVersion !== null) this.#version = r.value.dataVersion;
+    }
+    return r.problems;
+  }
+
+  /** "unreadable" means a file existed but neither copy parsed and the table is empty. */
+  get loadedFrom(): LoadedFrom {
+    return this.#loadedFrom;
+  }
+
+  get dataVersion(): DataVersion {
+    return this.#version;
+  }
+
+  get(topic: string): TopicConfig | undefined {
+    return this.#topics.get(topic);
+  }
+
+  all(): TopicConfig[] {
+    return [...this.#topics.values()];
+  }
+
+  /**
+   * Creates or replaces one topic. Returns a reason when `cfg` is invalid (nothing changes);
+   * an identical config is a no-op that leaves the dataVersion alone. Throws only on a write error,
+   * and then the table is unchanged.
+   */
+  upsert(cfg: TopicConfig): string | null {
+    const c = topicConfigFromJson({ ...cfg });
+    if (isInvalid(c)) return c.invalid;
+    const old = this.#topics.get(c.topicName);
+    if (old !== undefined && sameTopicConfig(old, c)) return null;
+    const next = new Map(this.#topics);
+    next.set(c.topicName, Object.freeze(c));
+    this.#commit(next, nextVersion(this.#version, this.#now()));
+    return null;
+  }
+
+  /** Returns whether the topic existed. */
+  delete(topic: string): boolean {
+    if (!this.#topics.has(topic)) return false;
+    const next = new Map(this.#topics);
+    next.delete(topic);
+    this.#commit(next, nextVersion(this.#version, this.#now()));
+    return true;
+  }
+
+  /**
+   * Adds the §5.8 start-up topics that are missing; one version bump and one write if any was
+   * added. Existing entries are left as they are, even if they differ from the defaults: as in
+   * Java, where the file's entries override the constructor's, an operator's change survives a
+   * restart. Call after `load()`. Returns the names added.
+   */
+  ensureSystemTopics(o: SystemTopicOptions): string[] {
+    invariant(Number.isSafeInteger(o.defaultTopicQueueNums) && o.defaultTopicQueueNums > 0, "defaultTopicQueueNums must be a positive integer");
+    const next = new Map(this.#topics);
+    const added: string[] = [];
+    for (const c of systemTopics(o)) {
+      const bad = validateTopicName(c.topicName);
+      invariant(bad === null, `system topic name ${JSON.stringify(c.topicName)}: ${bad}`);
+      if (next.has(c.topicName)) continue;
+      next.set(c.topicName, Object.freeze(c));
+      added.push(c.topicName);
+    }
+    if (added.length > 0) this.#commit(next, nextVersion(this.#version, this.#now()));
+    return added;
+  }
+
+  wrapper(): TopicConfigWrapper {
+    // Object.fromEntries defines own properties, so a topic named "__proto__" stays a plain key.
+    return {
+      dataVersion: { counter: this.#version.counter, timestamp: this.#version.timestamp },
+      topicConfigTable: Object.fromEntries([...this.#topics].map(([k, v]) => [k, topicConfigJson(v)])),
+    };
+  }
+
+  /**
+   * A slave adopting its master's GET_ALL_TOPIC_CONFIG body: if the master's dataVersion differs,
+   * the whole table is replaced and the version adopted (Java `SlaveSynchronize.syncTopicConfig`).
+   * A body whose top level is malformed changes nothing; bad entries are skipped. Returns problems.
+   */
+  replaceAll(wrapper: unknown): string[] {
+    const d = decodeTopicWrapper(wrapper);
+    if (isInvalid(d)) return [`topic config body: ${d.invalid}; nothing changed`];
+    const problems = d.problems.map((p) => `topic config body: ${p}`);
+    if (d.value.dataVersion === null) return [...problems, "topic config body: dataVersion missing or invalid; nothing changed"];
+    if (sameVersion(d.value.dataVersion, this.#version)) return problems;
+    this.#commit(d.value.topics, d.value.dataVersion);
+    return problems;
+  }
+
+  #commit(topics: Map<string, TopicConfig>, version: DataVersion): void {
+    persistConfigFile(this.#path, {
+      dataVersion: version,
+      topicConfigTable: Object.fromEntries([...topics].map(([k, v]) => [k, topicConfigJson(v)])),
+    });
+    this.#topics = topics;
+    this.#version = version;
+  }
+}
+

@@ -1,0 +1,62 @@
+/**
+ * The broker's persisted metadata: four JSON files in `<storeDir>/config/`, with RocketMQ's names
+ * and shapes so an operator, a Java slave or mqadmin recognises them (wire reference §5.5).
+ *
+ *   file                      owner                       written
+ *   ------------------------  --------------------------  ------------------------------------
+ *   topics.json               TopicConfigManager          on every change (write-through)
+ *   subscriptionGroup.json    SubscriptionGroupManager    on every change (write-through)
+ *   consumerOffset.json       ConsumerOffsetManager       persistIfDirty(): every 5 s, shutdown
+ *   delayOffset.json          DelayOffsetManager          persistIfDirty(): every 10 s, shutdown
+ *
+ * Each file is written through `writeFileAtomic` (temp + fsync + `.bak` of the previous version +
+ * rename) and read through `readFileWithBackup` with fastjson's unquoted numeric keys accepted.
+ * The load outcomes and what each reports are tabled in `metadata-file.ts`. `load()` never throws
+ * on bad content: it returns problem strings and sets `loadedFrom`; "unreadable" means a file was
+ * there but no copy parsed, and the caller decides whether to start with an empty table.
+ *
+ * Write-through managers make the change on disk first and in memory second, so a write error
+ * (thrown) leaves both as they were. The dirty-flag managers stay dirty after a failed write, so
+ * the next timer tick retries.
+ */
+export {
+  type DataVersion,
+  type Invalid,
+  type LoadedFrom,
+  type MetadataOptions,
+} from "./metadata-file.ts";
+export {
+  AUTO_CREATE_TOPIC,
+  BENCHMARK_TOPIC,
+  OFFSET_MOVED_EVENT,
+  PermName,
+  SCHEDULE_TOPIC,
+  SELF_TEST_TOPIC,
+  TOPIC_NAME_MAX_CHARS,
+  TRACE_TOPIC,
+  TRANS_CHECK_MAX_TIME_TOPIC,
+  TRANS_HALF_TOPIC,
+  TRANS_OP_HALF_TOPIC,
+  TopicConfigManager,
+  defaultTopicConfig,
+  isInherited,
+  isNotAllowedSendTopic,
+  isReadable,
+  isWriteable,
+  topicConfigFromJson,
+  validateTopicName,
+  type SystemTopicOptions,
+  type TopicConfig,
+  type TopicConfigWrapper,
+  type TopicFilterType,
+} from "./metadata-topics.ts";
+export { ConsumerOffsetManager, DelayOffsetManager, type ConsumerOffsetBody, type DelayOffsetBody } from "./metadata-offsets.ts";
+export {
+  GROUP_NAME_MAX_CHARS,
+  PRE_CREATED_GROUPS,
+  SubscriptionGroupManager,
+  defaultSubscriptionGroupConfig,
+  subscriptionGroupFromJson,
+  type SubscriptionGroupConfig,
+  type SubscriptionGroupWrapper,
+} from "./metadata-groups.ts";
