@@ -21,7 +21,6 @@
  */
 export {
   type DataVersion,
-  type Invalid,
   type LoadedFrom,
   type MetadataOptions,
 } from "./metadata-file.ts";
