@@ -10,6 +10,7 @@ import { preflight } from "./config/preflight.ts";
 import type { Config } from "./config/schema.ts";
 import { err, out, scope, setLogLevel } from "./common/log.ts";
 import { buildAdminApp, startAdminServer, type AdminServer } from "./admin/index.ts";
+import { BrokerController } from "./broker/index.ts";
 import { NamesrvController } from "./namesrv/index.ts";
 import { GIT_COMMIT, VERSION } from "./version.ts";
 
@@ -100,17 +101,68 @@ function startRole(config: Config, portsFile: string | undefined): Running {
       ports.namesrv = port;
       line.push(`${config.role === "namesrv" ? "listen" : "namesrv"}=${fmt(ns.listen.host, port)}`);
     }
+    let broker: BrokerController | undefined;
     if (config.role !== "namesrv") {
-      // The broker (CommitLog store, send/pull processors, registration) arrives with its own
-      // issues; until then the broker roles validate their config and serve the admin API only.
-      log.warn(`role ${config.role}: the broker component is not built yet; only ${namesrv ? "the name server and " : ""}the admin API run`);
+      const b = config.broker;
+      const st = config.store;
+      broker = new BrokerController({
+        host: b.listen.host,
+        port: b.listen.port,
+        brokerIP1: b.brokerIP1,
+        namesrvAddr: b.namesrvAddr,
+        clusterName: b.brokerClusterName,
+        brokerName: b.brokerName,
+        brokerId: b.brokerId,
+        brokerRole: b.brokerRole,
+        autoCreateTopicEnable: b.autoCreateTopicEnable,
+        defaultTopicQueueNums: b.defaultTopicQueueNums,
+        registerNameServerPeriodMs: b.registerNameServerPeriodMs,
+        maxMessageSizeBytes: b.maxMessageSizeBytes,
+        frameSizeMaxBytes: config.remoting.frameSizeMaxBytes,
+        connectionBufferMaxBytes: config.remoting.connectionBufferMaxBytes,
+        store: {
+          dir: st.dir,
+          segmentBytes: st.commitLogSegmentBytes,
+          flushDiskType: st.flushDiskType,
+          flushIntervalMs: st.flushIntervalMs,
+          syncFlushTimeoutMs: st.syncFlushTimeoutMs,
+          consumeQueueUnitsPerFile: st.consumeQueueUnitsPerFile,
+          indexSlotNum: st.indexSlotNum,
+          indexNum: st.indexNum,
+          checkCrcOnRecover: st.checkCrcOnRecover,
+          fileReservedTimeHours: st.fileReservedTimeHours,
+          deleteWhen: st.deleteWhen,
+          diskMaxUsedSpaceRatio: st.diskMaxUsedSpaceRatio,
+          diskCriticalRatio: st.diskCriticalRatio,
+          deleteCommitLogFilesIntervalMs: st.deleteCommitLogFilesIntervalMs,
+          maxTransferBytesOnMessageInMemory: st.maxTransferBytesOnMessageInMemory,
+          maxTransferCountOnMessageInMemory: st.maxTransferCountOnMessageInMemory,
+          maxTransferBytesOnMessageInDisk: st.maxTransferBytesOnMessageInDisk,
+          maxTransferCountOnMessageInDisk: st.maxTransferCountOnMessageInDisk,
+          accessMessageInMemoryMaxRatio: st.accessMessageInMemoryMaxRatio,
+        },
+      });
+      const bound = bindOrExplain("broker.listen", b.listen.host, b.listen.port, () => broker!.bind());
+      const ctl = broker;
+      let namesrvs = b.namesrvAddr;
+      if (namesrvs.length === 0 && namesrv) {
+        // Standalone: register with our own name server.
+        const h = config.namesrv.listen.host;
+        namesrvs = [fmt(h === "0.0.0.0" || h === "::" ? "127.0.0.1" : h, namesrv.port)];
+      }
+      ctl.start(namesrvs);
+      stops.push(() => ctl.stop());
+      ports.broker = bound.listen;
+      ports.vip = bound.vip;
+      line.push(`listen=${fmt(b.listen.host, bound.listen)}`);
     }
     const adminAddr = config.role === "namesrv" ? config.namesrv.admin : config.broker.admin;
     const app = buildAdminApp({
       role: config.role,
       version: VERSION,
       startedAt,
-      ...(namesrv ? { namesrv: namesrv.info, namesrvAtRoot: true } : {}),
+      ...(namesrv ? { namesrv: namesrv.info, namesrvAtRoot: !broker } : {}),
+      ...(broker ? { broker: broker.info } : {}),
     });
     const admin: AdminServer = bindOrExplain(config.role === "namesrv" ? "namesrv.admin" : "broker.admin", adminAddr.host, adminAddr.port, () =>
       startAdminServer(app, adminAddr.host, adminAddr.port),

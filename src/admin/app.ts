@@ -3,13 +3,16 @@
  * Layout:
  *   GET /health                      every role
  *   name server: /cluster /brokers /topics /topics/:topic/route   (also under /namesrv/...)
+ *   broker:      /broker /topics /topics/:topic /groups /groups/:group
  * In standalone, the name server routes live under /namesrv/ so that broker routes (which arrive
  * with the broker) own the root paths.
  */
 import { type Context, Hono } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
+import type { BrokerInfo } from "../broker/index.ts";
 import type { NamesrvInfo } from "../namesrv/index.ts";
 import { ApiError } from "./errors.ts";
+import { brokerRoutes } from "./routes/broker.ts";
 import { namesrvRoutes } from "./routes/namesrv.ts";
 
 export interface AdminAppDeps {
@@ -17,6 +20,7 @@ export interface AdminAppDeps {
   version: string;
   startedAt: number;
   namesrv?: NamesrvInfo;
+  broker?: BrokerInfo;
   /** Mount name server routes at the root too (role namesrv). */
   namesrvAtRoot?: boolean;
 }
@@ -26,6 +30,7 @@ export function buildAdminApp(deps: AdminAppDeps): Hono {
   app.get("/health", (c) =>
     c.json({ status: "ok", role: deps.role, version: deps.version, uptimeMs: Date.now() - deps.startedAt }),
   );
+  if (deps.broker) app.route("/", brokerRoutes(deps.broker));
   if (deps.namesrv) {
     const routes = namesrvRoutes(deps.namesrv);
     app.route("/namesrv", routes);

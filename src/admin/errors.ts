@@ -7,6 +7,8 @@ export const API_ERRORS = {
   NOT_FOUND: { status: 404, message: "no such endpoint: {path}" },
   METHOD_NOT_ALLOWED: { status: 405, message: "method not allowed" },
   TOPIC_NOT_EXIST: { status: 404, message: "no route for topic {topic}" },
+  TOPIC_NOT_FOUND: { status: 404, message: "topic {topic} does not exist on this broker" },
+  GROUP_NOT_FOUND: { status: 404, message: "consumer group {group} is not known to this broker" },
   BAD_REQUEST: { status: 400, message: "{detail}" },
   INTERNAL: { status: 500, message: "internal error: {detail}" },
 } as const;

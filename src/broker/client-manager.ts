@@ -1,0 +1,194 @@
+/**
+ * Who is connected: consumer groups (members, their subscriptions, consume mode) and producer
+ * groups, as learned from HEART_BEAT. A member is one clientId on one connection. Members whose
+ * connection closes, who unregister, or whose heartbeats stop for `channelExpiredMs` are removed;
+ * the group's remaining members are then told (NOTIFY_CONSUMER_IDS_CHANGED) to rebalance.
+ */
+import type { RemotingConnection } from "../remoting/index.ts";
+import type { SubscriptionData } from "./subscription.ts";
+
+export interface ClientChannel {
+  clientId: string;
+  conn: RemotingConnection;
+  language: string;
+  version: number;
+  lastUpdateTimestamp: number;
+}
+
+export interface ConsumerGroupInfo {
+  groupName: string;
+  consumeType: string;
+  messageModel: string;
+  consumeFromWhere: string;
+  subscriptions: Map<string, SubscriptionData>;
+  channels: Map<string, ClientChannel>;
+  lastUpdateTimestamp: number;
+}
+
+export interface ConsumerRegistration {
+  group: string;
+  consumeType: string;
+  messageModel: string;
+  consumeFromWhere: string;
+  subscriptions: SubscriptionData[];
+  channel: ClientChannel;
+}
+
+export class ConsumerManager {
+  readonly #groups = new Map<string, ConsumerGroupInfo>();
+  readonly #onMembersChanged: (group: string, members: ClientChannel[]) => void;
+
+  constructor(onMembersChanged: (group: string, members: ClientChannel[]) => void) {
+    this.#onMembersChanged = onMembersChanged;
+  }
+
+  /** Registers or refreshes a member; returns true if membership or subscriptions changed. */
+  register(r: ConsumerRegistration): boolean {
+    let g = this.#groups.get(r.group);
+    if (!g) {
+      g = {
+        groupName: r.group,
+        consumeType: r.consumeType,
+        messageModel: r.messageModel,
+        consumeFromWhere: r.consumeFromWhere,
+        subscriptions: new Map(),
+        channels: new Map(),
+        lastUpdateTimestamp: r.channel.lastUpdateTimestamp,
+      };
+      this.#groups.set(r.group, g);
+    }
+    g.consumeType = r.consumeType;
+    g.messageModel = r.messageModel;
+    g.consumeFromWhere = r.consumeFromWhere;
+    g.lastUpdateTimestamp = r.channel.lastUpdateTimestamp;
+    const prev = g.channels.get(r.channel.clientId);
+    const membersChanged = !prev || prev.conn !== r.channel.conn;
+    g.channels.set(r.channel.clientId, r.channel);
+    let subsChanged = false;
+    for (const s of r.subscriptions) {
+      const old = g.subscriptions.get(s.topic);
+      if (!old || (old.subVersion < s.subVersion && old.subString !== s.subString))
+        subsChanged = subsChanged || !old || old.subString !== s.subString;
+      if (!old || old.subVersion < s.subVersion) g.subscriptions.set(s.topic, s);
+    }
+    if (membersChanged) this.#onMembersChanged(r.group, [...g.channels.values()]);
+    return membersChanged || subsChanged;
+  }
+
+  unregister(group: string, clientId: string): boolean {
+    const g = this.#groups.get(group);
+    if (!g || !g.channels.delete(clientId)) return false;
+    this.#afterRemoval(g);
+    return true;
+  }
+
+  /** A connection closed: drop every membership it carried. */
+  onConnectionClosed(conn: RemotingConnection): void {
+    for (const g of [...this.#groups.values()]) {
+      let removed = false;
+      for (const [id, ch] of g.channels) {
+        if (ch.conn === conn) {
+          g.channels.delete(id);
+          removed = true;
+        }
+      }
+      if (removed) this.#afterRemoval(g);
+    }
+  }
+
+  /** Drops members whose last heartbeat is older than `expiredMs`; returns their connections. */
+  scanExpired(now: number, expiredMs: number): RemotingConnection[] {
+    const closed: RemotingConnection[] = [];
+    for (const g of [...this.#groups.values()]) {
+      let removed = false;
+      for (const [id, ch] of g.channels) {
+        if (now - ch.lastUpdateTimestamp > expiredMs) {
+          g.channels.delete(id);
+          closed.push(ch.conn);
+          removed = true;
+        }
+      }
+      if (removed) this.#afterRemoval(g);
+    }
+    return closed;
+  }
+
+  #afterRemoval(g: ConsumerGroupInfo): void {
+    if (g.channels.size === 0) {
+      this.#groups.delete(g.groupName);
+      return;
+    }
+    this.#onMembersChanged(g.groupName, [...g.channels.values()]);
+  }
+
+  group(group: string): ConsumerGroupInfo | undefined {
+    return this.#groups.get(group);
+  }
+
+  subscription(group: string, topic: string): SubscriptionData | undefined {
+    return this.#groups.get(group)?.subscriptions.get(topic);
+  }
+
+  /** Member client ids, sorted (clients sort too; a stable order helps debugging). */
+  clientIds(group: string): string[] {
+    const g = this.#groups.get(group);
+    return g ? [...g.channels.keys()].sort() : [];
+  }
+
+  groups(): ConsumerGroupInfo[] {
+    return [...this.#groups.values()];
+  }
+
+  /** Groups subscribed to `topic` (for long-polling wake-ups and admin views). */
+  groupsOfTopic(topic: string): string[] {
+    return [...this.#groups.values()].filter((g) => g.subscriptions.has(topic)).map((g) => g.groupName);
+  }
+}
+
+export class ProducerManager {
+  readonly #groups = new Map<string, Map<string, ClientChannel>>();
+
+  register(group: string, ch: ClientChannel): void {
+    let m = this.#groups.get(group);
+    if (!m) this.#groups.set(group, (m = new Map()));
+    m.set(ch.clientId, ch);
+  }
+
+  unregister(group: string, clientId: string): void {
+    const m = this.#groups.get(group);
+    if (!m) return;
+    m.delete(clientId);
+    if (m.size === 0) this.#groups.delete(group);
+  }
+
+  onConnectionClosed(conn: RemotingConnection): void {
+    for (const [group, m] of this.#groups) {
+      for (const [id, ch] of m) if (ch.conn === conn) m.delete(id);
+      if (m.size === 0) this.#groups.delete(group);
+    }
+  }
+
+  scanExpired(now: number, expiredMs: number): RemotingConnection[] {
+    const closed: RemotingConnection[] = [];
+    for (const [group, m] of this.#groups) {
+      for (const [id, ch] of m) {
+        if (now - ch.lastUpdateTimestamp > expiredMs) {
+          m.delete(id);
+          closed.push(ch.conn);
+        }
+      }
+      if (m.size === 0) this.#groups.delete(group);
+    }
+    return closed;
+  }
+
+  /** Any live connection of the group (transaction check-backs go to one of them). */
+  anyChannel(group: string): ClientChannel | undefined {
+    const m = this.#groups.get(group);
+    return m ? m.values().next().value : undefined;
+  }
+
+  channels(group: string): ClientChannel[] {
+    return [...(this.#groups.get(group)?.values() ?? [])];
+  }
+}

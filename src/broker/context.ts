@@ -1,0 +1,56 @@
+/**
+ * What the broker's request processors share: the store, the metadata managers, the client
+ * registries, and a few settings. Built once by BrokerController and handed to each processor,
+ * so no processor reaches through another object to find its collaborators.
+ */
+import type { Logger } from "../common/log.ts";
+import type {
+  ConsumerOffsetManager,
+  DelayOffsetManager,
+  HostAddress,
+  MessageStore,
+  SubscriptionGroupManager,
+  TopicConfig,
+  TopicConfigManager,
+} from "../commitlog/index.ts";
+import type { ConsumerManager, ProducerManager } from "./client-manager.ts";
+import type { PullRequestHoldService } from "./long-polling.ts";
+
+export type BrokerRole = "ASYNC_MASTER" | "SYNC_MASTER" | "SLAVE";
+
+export interface BrokerSettings {
+  clusterName: string;
+  brokerName: string;
+  brokerId: number;
+  brokerRole: BrokerRole;
+  /** ip:port clients use for this broker (also the STOREHOST of every record). */
+  brokerAddr: string;
+  storeHost: HostAddress;
+  autoCreateTopicEnable: boolean;
+  autoCreateSubscriptionGroup: boolean;
+  defaultTopicQueueNums: number;
+  maxMessageSizeBytes: number;
+  regionId: string;
+  traceOn: boolean;
+  /** Upper bound for a long-polling hold, whatever the client asks. */
+  pullHoldMaxMs: number;
+  slaveReadEnable: boolean;
+}
+
+export interface BrokerContext {
+  settings: BrokerSettings;
+  store: MessageStore;
+  topics: TopicConfigManager;
+  consumerOffsets: ConsumerOffsetManager;
+  delayOffsets: DelayOffsetManager;
+  groups: SubscriptionGroupManager;
+  consumers: ConsumerManager;
+  producers: ProducerManager;
+  hold: PullRequestHoldService;
+  log: Logger;
+  now: () => number;
+  /** Topic configs changed: persist is done by the manager; this re-registers with name servers. */
+  topicsChanged: () => void;
+  /** Creates (or returns) a topic the broker needs internally (retry, DLQ, …). */
+  createTopicIfAbsent: (topic: string, queueNums: number, perm: number) => TopicConfig;
+}

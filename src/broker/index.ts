@@ -1,0 +1,2 @@
+export { BrokerController, type BrokerOptions, type BrokerInfo } from "./broker.ts";
+export type { BrokerSettings, BrokerRole } from "./context.ts";

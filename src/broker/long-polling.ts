@@ -1,0 +1,123 @@
+/**
+ * PullRequestHoldService: long polling. A pull that finds nothing new and carries the SUSPEND
+ * flag is parked here until a message for its topic/queue arrives (then it is re-run at once)
+ * or its hold time ends (then it is re-run and answers PULL_NOT_FOUND). Holds are capped at
+ * `holdMaxMs` — well under ali-ons' 30 s pull timeout, after which it would close the whole
+ * connection — and bounded in number per connection.
+ */
+import type { RemotingConnection } from "../remoting/index.ts";
+
+export interface HeldPull {
+  conn: RemotingConnection;
+  /** The queue offset the pull asked for: any message at or past it wakes the pull. */
+  offset: number;
+  deadline: number;
+  /** Tag-code filter of the pull's subscription (undefined = all). */
+  matches: ((tagsCode: number) => boolean) | undefined;
+  run: () => void;
+}
+
+export interface HoldOptions {
+  holdMaxMs: number;
+  checkIntervalMs: number;
+  maxHeldPerConnection: number;
+  now?: () => number;
+}
+
+export class PullRequestHoldService {
+  readonly #o: HoldOptions;
+  readonly #now: () => number;
+  readonly #held = new Map<string, HeldPull[]>();
+  readonly #perConn = new Map<RemotingConnection, number>();
+  /** Connections we already listen to for close (one listener each, however often they park). */
+  readonly #watched = new WeakSet<RemotingConnection>();
+  #timer: ReturnType<typeof setInterval> | null = null;
+
+  constructor(o: HoldOptions) {
+    this.#o = o;
+    this.#now = o.now ?? Date.now;
+  }
+
+  start(): void {
+    this.#timer ??= setInterval(() => this.checkTimeouts(), this.#o.checkIntervalMs);
+  }
+
+  stop(): void {
+    if (this.#timer) clearInterval(this.#timer);
+    this.#timer = null;
+    // Answer everything still parked so no client waits for a reply that never comes.
+    const all = [...this.#held.values()].flat();
+    this.#held.clear();
+    this.#perConn.clear();
+    for (const h of all) if (!h.conn.closed) h.run();
+  }
+
+  /** Parks a pull; false when the connection already has too many parked (answer at once). */
+  hold(topic: string, queueId: number, pull: Omit<HeldPull, "deadline">, suspendMs: number): boolean {
+    const n = this.#perConn.get(pull.conn) ?? 0;
+    if (n >= this.#o.maxHeldPerConnection) return false;
+    if (!this.#watched.has(pull.conn)) {
+      this.#watched.add(pull.conn);
+      pull.conn.onClose((c) => this.#dropConnection(c));
+    }
+    this.#perConn.set(pull.conn, n + 1);
+    const key = `${topic}@${queueId}`;
+    let list = this.#held.get(key);
+    if (!list) this.#held.set(key, (list = []));
+    list.push({ ...pull, deadline: this.#now() + Math.min(suspendMs, this.#o.holdMaxMs) });
+    return true;
+  }
+
+  get heldCount(): number {
+    let n = 0;
+    for (const l of this.#held.values()) n += l.length;
+    return n;
+  }
+
+  /** A message was stored at `queueOffset` with `tagsCode`: wake the pulls it satisfies. */
+  notifyMessageArriving(topic: string, queueId: number, queueOffset: number, tagsCode: number): void {
+    const key = `${topic}@${queueId}`;
+    const list = this.#held.get(key);
+    if (!list) return;
+    const wake: HeldPull[] = [];
+    const keep: HeldPull[] = [];
+    for (const h of list) {
+      if (queueOffset >= h.offset && (!h.matches || h.matches(tagsCode))) wake.push(h);
+      else keep.push(h);
+    }
+    if (wake.length === 0) return;
+    if (keep.length === 0) this.#held.delete(key);
+    else this.#held.set(key, keep);
+    this.#release(wake);
+  }
+
+  checkTimeouts(): void {
+    const now = this.#now();
+    for (const [key, list] of this.#held) {
+      const due = list.filter((h) => h.deadline <= now);
+      if (due.length === 0) continue;
+      const keep = list.filter((h) => h.deadline > now);
+      if (keep.length === 0) this.#held.delete(key);
+      else this.#held.set(key, keep);
+      this.#release(due);
+    }
+  }
+
+  #release(list: HeldPull[]): void {
+    for (const h of list) {
+      const n = (this.#perConn.get(h.conn) ?? 1) - 1;
+      if (n <= 0) this.#perConn.delete(h.conn);
+      else this.#perConn.set(h.conn, n);
+      if (!h.conn.closed) h.run();
+    }
+  }
+
+  #dropConnection(conn: RemotingConnection): void {
+    this.#perConn.delete(conn);
+    for (const [key, list] of this.#held) {
+      const keep = list.filter((h) => h.conn !== conn);
+      if (keep.length === 0) this.#held.delete(key);
+      else if (keep.length !== list.length) this.#held.set(key, keep);
+    }
+  }
+}

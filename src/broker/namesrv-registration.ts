@@ -1,0 +1,143 @@
+/**
+ * Registration with every name server (RocketMQ's BrokerOuterAPI): REGISTER_BROKER to all of
+ * them in parallel at start, every `periodMs`, and soon after topics change; UNREGISTER_BROKER
+ * at shutdown. One long-lived connection per name server, because a name server treats the
+ * close of that connection as "broker gone".
+ */
+import { jsonBytes, parseJsonBytes } from "../common/json.ts";
+import type { Logger } from "../common/log.ts";
+import { createRequest, RemotingClient, RequestCode, ResponseCode } from "../remoting/index.ts";
+import type { TopicConfigWrapper } from "../commitlog/index.ts";
+
+export interface RegistrationIdentity {
+  clusterName: string;
+  brokerAddr: string;
+  brokerName: string;
+  brokerId: number;
+  haServerAddr: string;
+}
+
+export interface RegisterResult {
+  namesrv: string;
+  ok: boolean;
+  masterAddr?: string;
+  haServerAddr?: string;
+  /** ORDER_TOPIC_CONFIG KV table the name server returned. */
+  orderTopicConfig?: Record<string, string>;
+  error?: string;
+}
+
+const REGISTER_TIMEOUT_MS = 6000;
+
+export class NamesrvRegistration {
+  readonly #client: RemotingClient;
+  readonly #namesrvs: string[];
+  readonly #id: RegistrationIdentity;
+  readonly #topics: () => TopicConfigWrapper;
+  readonly #log: Logger;
+  readonly #periodMs: number;
+  readonly #onResult: (r: RegisterResult) => void;
+  #timer: ReturnType<typeof setInterval> | null = null;
+  #pending: ReturnType<typeof setTimeout> | null = null;
+  #lastSuccessAt = 0;
+
+  constructor(o: {
+    client: RemotingClient;
+    namesrvs: string[];
+    identity: RegistrationIdentity;
+    topics: () => TopicConfigWrapper;
+    periodMs: number;
+    log: Logger;
+    onResult?: (r: RegisterResult) => void;
+  }) {
+    this.#client = o.client;
+    this.#namesrvs = o.namesrvs;
+    this.#id = o.identity;
+    this.#topics = o.topics;
+    this.#periodMs = o.periodMs;
+    this.#log = o.log;
+    this.#onResult = o.onResult ?? (() => {});
+  }
+
+  start(): void {
+    void this.registerAll();
+    this.#timer ??= setInterval(() => void this.registerAll(), this.#periodMs);
+  }
+
+  get lastSuccessAt(): number {
+    return this.#lastSuccessAt;
+  }
+
+  /** Topics changed: register again shortly (changes made together ride on one registration). */
+  topicsChanged(): void {
+    if (this.#pending) return;
+    this.#pending = setTimeout(() => {
+      this.#pending = null;
+      void this.registerAll();
+    }, 20);
+  }
+
+  async registerAll(): Promise<RegisterResult[]> {
+    const body = jsonBytes({ filterServerList: [], topicConfigSerializeWrapper: this.#topics() });
+    const crc = String(Bun.hash.crc32(body) & 0x7fffffff);
+    const results = await Promise.all(
+      this.#namesrvs.map(async (addr): Promise<RegisterResult> => {
+        const req = createRequest(
+          RequestCode.REGISTER_BROKER,
+          {
+            brokerName: this.#id.brokerName,
+            brokerAddr: this.#id.brokerAddr,
+            clusterName: this.#id.clusterName,
+            haServerAddr: this.#id.haServerAddr,
+            brokerId: String(this.#id.brokerId),
+            compressed: "false",
+            bodyCrc32: crc,
+          },
+          body,
+        );
+        try {
+          const res = await this.#client.invoke(addr, req, REGISTER_TIMEOUT_MS);
+          if (res.code !== ResponseCode.SUCCESS) return { namesrv: addr, ok: false, error: `code ${res.code}: ${res.remark ?? ""}` };
+          const r: RegisterResult = { namesrv: addr, ok: true };
+          if (res.extFields?.masterAddr) r.masterAddr = res.extFields.masterAddr;
+          if (res.extFields?.haServerAddr) r.haServerAddr = res.extFields.haServerAddr;
+          if (res.body && res.body.length > 0) {
+            const kv = parseJsonBytes(res.body) as { table?: Record<string, string> } | null;
+            if (kv?.table) r.orderTopicConfig = kv.table;
+          }
+          return r;
+        } catch (e) {
+          return { namesrv: addr, ok: false, error: e instanceof Error ? e.message : String(e) };
+        }
+      }),
+    );
+    for (const r of results) {
+      if (r.ok) this.#lastSuccessAt = Date.now();
+      else this.#log.rateLimited("warn", `register-${r.namesrv}`, `register to name server ${r.namesrv} failed: ${r.error}`, 30_000);
+      this.#onResult(r);
+    }
+    return results;
+  }
+
+  /** Stops the timer and tells every name server we are leaving (best effort, bounded). */
+  async unregisterAll(timeoutMs = 3000): Promise<void> {
+    if (this.#timer) clearInterval(this.#timer);
+    if (this.#pending) clearTimeout(this.#pending);
+    this.#timer = this.#pending = null;
+    await Promise.all(
+      this.#namesrvs.map(async (addr) => {
+        const req = createRequest(RequestCode.UNREGISTER_BROKER, {
+          brokerName: this.#id.brokerName,
+          brokerAddr: this.#id.brokerAddr,
+          clusterName: this.#id.clusterName,
+          brokerId: String(this.#id.brokerId),
+        });
+        try {
+          await this.#client.invoke(addr, req, timeoutMs);
+        } catch (e) {
+          this.#log.warn(`unregister from ${addr} failed: ${e instanceof Error ? e.message : String(e)}`);
+        }
+      }),
+    );
+  }
+}

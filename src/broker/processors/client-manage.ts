@@ -1,0 +1,155 @@
+/**
+ * ClientManageProcessor: HEART_BEAT, UNREGISTER_CLIENT, CHECK_CLIENT_CONFIG (wire reference §3.2,
+ * §3.3). Membership is registered *before* the heartbeat is answered, because clients ask
+ * GET_CONSUMER_LIST_BY_GROUP right after.
+ */
+import { parseJsonBytes } from "../../common/json.ts";
+import { PermName } from "../../commitlog/index.ts";
+import {
+  createResponse,
+  optString,
+  reqString,
+  RequestCode,
+  ResponseCode,
+  type RemotingCommand,
+  type RemotingConnection,
+  type RequestProcessor,
+} from "../../remoting/index.ts";
+import type { BrokerContext } from "../context.ts";
+import { buildSubscription, type SubscriptionData } from "../subscription.ts";
+import { retryTopic } from "./send-message.ts";
+
+interface HeartbeatConsumer {
+  groupName: string;
+  consumeType: string;
+  messageModel: string;
+  consumeFromWhere: string;
+  subscriptions: SubscriptionData[];
+}
+
+interface Heartbeat {
+  clientID: string;
+  producers: string[];
+  consumers: HeartbeatConsumer[];
+}
+
+function str(v: unknown, def: string): string {
+  return typeof v === "string" ? v : def;
+}
+
+/** Validates HeartbeatData JSON into a typed value or a reason. */
+export function decodeHeartbeat(body: Uint8Array | undefined): Heartbeat | { invalid: string } {
+  if (!body || body.length === 0) return { invalid: "heartbeat has no body" };
+  let raw: unknown;
+  try {
+    raw = parseJsonBytes(body);
+  } catch (e) {
+    return { invalid: `heartbeat body is not JSON: ${e instanceof Error ? e.message : String(e)}` };
+  }
+  if (typeof raw !== "object" || raw === null) return { invalid: "heartbeat body is not an object" };
+  const o = raw as Record<string, unknown>;
+  const clientID = o.clientID;
+  if (typeof clientID !== "string" || clientID === "") return { invalid: "heartbeat has no clientID" };
+  const producers: string[] = [];
+  for (const p of Array.isArray(o.producerDataSet) ? o.producerDataSet : []) {
+    const g = (p as Record<string, unknown> | null)?.groupName;
+    if (typeof g === "string" && g !== "") producers.push(g);
+  }
+  const consumers: HeartbeatConsumer[] = [];
+  for (const c of Array.isArray(o.consumerDataSet) ? o.consumerDataSet : []) {
+    if (typeof c !== "object" || c === null) continue;
+    const cd = c as Record<string, unknown>;
+    if (typeof cd.groupName !== "string" || cd.groupName === "") return { invalid: "consumer data without groupName" };
+    const subs: SubscriptionData[] = [];
+    for (const s of Array.isArray(cd.subscriptionDataSet) ? cd.subscriptionDataSet : []) {
+      const sd = s as Record<string, unknown> | null;
+      if (!sd || typeof sd.topic !== "string") return { invalid: "subscription without topic" };
+      const built = buildSubscription(
+        sd.topic,
+        str(sd.subString, "*"),
+        typeof sd.expressionType === "string" ? sd.expressionType : undefined,
+        Number(sd.subVersion ?? 0),
+      );
+      if ("invalid" in built) return built;
+      subs.push(built);
+    }
+    consumers.push({
+      groupName: cd.groupName,
+      consumeType: str(cd.consumeType, "CONSUME_PASSIVELY"),
+      messageModel: str(cd.messageModel, "CLUSTERING"),
+      consumeFromWhere: str(cd.consumeFromWhere, "CONSUME_FROM_LAST_OFFSET"),
+      subscriptions: subs,
+    });
+  }
+  return { clientID, producers, consumers };
+}
+
+export class ClientManageProcessor implements RequestProcessor {
+  readonly #ctx: BrokerContext;
+
+  constructor(ctx: BrokerContext) {
+    this.#ctx = ctx;
+  }
+
+  static readonly CODES = [RequestCode.HEART_BEAT, RequestCode.UNREGISTER_CLIENT, RequestCode.CHECK_CLIENT_CONFIG];
+
+  process(conn: RemotingConnection, cmd: RemotingCommand): RemotingCommand {
+    switch (cmd.code) {
+      case RequestCode.HEART_BEAT:
+        return this.#heartbeat(conn, cmd);
+      case RequestCode.UNREGISTER_CLIENT:
+        return this.#unregister(cmd);
+      default:
+        return this.#checkClientConfig(cmd);
+    }
+  }
+
+  #heartbeat(conn: RemotingConnection, cmd: RemotingCommand): RemotingCommand {
+    const ctx = this.#ctx;
+    const hb = decodeHeartbeat(cmd.body);
+    if ("invalid" in hb) return createResponse(cmd, ResponseCode.SYSTEM_ERROR, hb.invalid);
+    const now = ctx.now();
+    const channel = { clientId: hb.clientID, conn, language: cmd.language, version: cmd.version, lastUpdateTimestamp: now };
+    for (const c of hb.consumers) {
+      const group = ctx.groups.findOrCreate(c.groupName, ctx.settings.autoCreateSubscriptionGroup);
+      if (group && group.retryQueueNums > 0 && ctx.settings.brokerRole !== "SLAVE") {
+        ctx.createTopicIfAbsent(retryTopic(c.groupName), group.retryQueueNums, PermName.READ | PermName.WRITE);
+      }
+      ctx.consumers.register({
+        group: c.groupName,
+        consumeType: c.consumeType,
+        messageModel: c.messageModel,
+        consumeFromWhere: c.consumeFromWhere,
+        subscriptions: c.subscriptions,
+        channel,
+      });
+    }
+    for (const p of hb.producers) ctx.producers.register(p, channel);
+    return createResponse(cmd, ResponseCode.SUCCESS);
+  }
+
+  #unregister(cmd: RemotingCommand): RemotingCommand {
+    const clientId = reqString(cmd.extFields, "clientID");
+    const producerGroup = optString(cmd.extFields, "producerGroup");
+    const consumerGroup = optString(cmd.extFields, "consumerGroup");
+    if (producerGroup) this.#ctx.producers.unregister(producerGroup, clientId);
+    if (consumerGroup) this.#ctx.consumers.unregister(consumerGroup, clientId);
+    return createResponse(cmd, ResponseCode.SUCCESS);
+  }
+
+  /** CHECK_CLIENT_CONFIG: a Java client asks whether its SQL92 filter is usable here. */
+  #checkClientConfig(cmd: RemotingCommand): RemotingCommand {
+    type CheckBody = { subscriptionData?: { expressionType?: string; topic?: string; subString?: string } } | null;
+    let raw: CheckBody;
+    try {
+      raw = cmd.body ? (parseJsonBytes(cmd.body) as CheckBody) : null;
+    } catch {
+      return createResponse(cmd, ResponseCode.SYSTEM_ERROR, "CHECK_CLIENT_CONFIG body is not JSON");
+    }
+    const sd = raw?.subscriptionData;
+    if (!sd) return createResponse(cmd, ResponseCode.SUCCESS);
+    const built = buildSubscription(sd.topic ?? "", sd.subString, sd.expressionType, 0);
+    if ("invalid" in built) return createResponse(cmd, ResponseCode.SUBSCRIPTION_PARSE_FAILED, built.invalid);
+    return createResponse(cmd, ResponseCode.SUCCESS);
+  }
+}

@@ -1,0 +1,178 @@
+/**
+ * PullMessageProcessor: PULL_MESSAGE (wire reference §3.5). Checks the group and topic, picks
+ * the subscription (from the request when the SUBSCRIPTION flag is set, else from the group's
+ * heartbeat), reads stored records from the MessageStore, and maps the store's status to the
+ * response code and nextBeginOffset exactly as RocketMQ does. A pull that finds nothing and may
+ * be suspended is parked in the PullRequestHoldService (long polling).
+ *
+ * The body is the stored records byte for byte, concatenated: no re-encoding.
+ */
+import { isReadable, type GetMessageResult, type GetMessageStatus } from "../../commitlog/index.ts";
+import {
+  createResponse,
+  optInt,
+  optString,
+  reqInt,
+  reqString,
+  RequestCode,
+  ResponseCode,
+  type RemotingCommand,
+  type RemotingConnection,
+  type RequestProcessor,
+} from "../../remoting/index.ts";
+import type { BrokerContext } from "../context.ts";
+import { buildSubscription, tagCodeFilter, type SubscriptionData } from "../subscription.ts";
+
+export const PullSysFlag = {
+  COMMIT_OFFSET: 1,
+  SUSPEND: 2,
+  SUBSCRIPTION: 4,
+  CLASS_FILTER: 8,
+  LITE_PULL: 16,
+} as const;
+
+const STATUS_TO_CODE: Record<GetMessageStatus, number> = {
+  FOUND: ResponseCode.SUCCESS,
+  NO_MATCHED_MESSAGE: ResponseCode.PULL_RETRY_IMMEDIATELY,
+  MESSAGE_WAS_REMOVING: ResponseCode.PULL_RETRY_IMMEDIATELY,
+  OFFSET_FOUND_NULL: ResponseCode.PULL_NOT_FOUND,
+  OFFSET_OVERFLOW_BADLY: ResponseCode.PULL_OFFSET_MOVED,
+  OFFSET_OVERFLOW_ONE: ResponseCode.PULL_NOT_FOUND,
+  OFFSET_TOO_SMALL: ResponseCode.PULL_OFFSET_MOVED,
+  NO_MATCHED_LOGIC_QUEUE: ResponseCode.PULL_NOT_FOUND,
+  NO_MESSAGE_IN_QUEUE: ResponseCode.PULL_NOT_FOUND,
+};
+
+interface PullHeader {
+  consumerGroup: string;
+  topic: string;
+  queueId: number;
+  queueOffset: number;
+  maxMsgNums: number;
+  sysFlag: number;
+  commitOffset: number;
+  suspendTimeoutMillis: number;
+  subscription: string | undefined;
+  subVersion: number;
+  expressionType: string | undefined;
+}
+
+export class PullMessageProcessor implements RequestProcessor {
+  readonly #ctx: BrokerContext;
+
+  constructor(ctx: BrokerContext) {
+    this.#ctx = ctx;
+  }
+
+  static readonly CODES = [RequestCode.PULL_MESSAGE];
+
+  process(conn: RemotingConnection, cmd: RemotingCommand): RemotingCommand | null {
+    const ext = cmd.extFields;
+    const h: PullHeader = {
+      consumerGroup: reqString(ext, "consumerGroup"),
+      topic: reqString(ext, "topic"),
+      queueId: reqInt(ext, "queueId"),
+      queueOffset: reqInt(ext, "queueOffset"),
+      maxMsgNums: Math.max(1, Math.min(reqInt(ext, "maxMsgNums"), 1024)),
+      sysFlag: reqInt(ext, "sysFlag"),
+      commitOffset: optInt(ext, "commitOffset") ?? 0,
+      suspendTimeoutMillis: optInt(ext, "suspendTimeoutMillis") ?? 15000,
+      subscription: optString(ext, "subscription"),
+      subVersion: optInt(ext, "subVersion") ?? 0,
+      expressionType: optString(ext, "expressionType"),
+    };
+    return this.#pull(conn, cmd, h, (h.sysFlag & PullSysFlag.SUSPEND) !== 0);
+  }
+
+  #pull(conn: RemotingConnection, cmd: RemotingCommand, h: PullHeader, allowSuspend: boolean): RemotingCommand | null {
+    const ctx = this.#ctx;
+    const fail = (code: number, remark: string) => createResponse(cmd, code, remark);
+    const group = ctx.groups.findOrCreate(h.consumerGroup, ctx.settings.autoCreateSubscriptionGroup);
+    if (!group) return fail(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, `subscription group [${h.consumerGroup}] does not exist`);
+    if (!group.consumeEnable) return fail(ResponseCode.NO_PERMISSION, `subscription group no permission, ${h.consumerGroup}`);
+    const tc = ctx.topics.get(h.topic);
+    if (!tc) return fail(ResponseCode.TOPIC_NOT_EXIST, `topic[${h.topic}] not exist, apply first please!`);
+    if (!isReadable(tc.perm)) return fail(ResponseCode.NO_PERMISSION, `the topic[${h.topic}] pulling message is forbidden`);
+    if (h.queueId < 0 || h.queueId >= tc.readQueueNums) {
+      return fail(ResponseCode.SYSTEM_ERROR, `queueId[${h.queueId}] is illegal, topic:[${h.topic}] topicConfig.readQueueNums:[${tc.readQueueNums}]`);
+    }
+    let sub: SubscriptionData;
+    if ((h.sysFlag & PullSysFlag.SUBSCRIPTION) !== 0) {
+      const s = buildSubscription(h.topic, h.subscription, h.expressionType, h.subVersion);
+      if ("invalid" in s) return fail(ResponseCode.SUBSCRIPTION_PARSE_FAILED, s.invalid);
+      sub = s;
+    } else {
+      const known = ctx.consumers.subscription(h.consumerGroup, h.topic);
+      if (!known)
+        return fail(ResponseCode.SUBSCRIPTION_NOT_EXIST, `the consumer's subscription not exist, group: ${h.consumerGroup}, topic: ${h.topic}`);
+      if (known.subVersion < h.subVersion) return fail(ResponseCode.SUBSCRIPTION_NOT_LATEST, "the consumer's subscription not latest");
+      sub = known;
+    }
+    const filter = tagCodeFilter(sub);
+    const r = ctx.store.getMessage(h.topic, h.queueId, h.queueOffset, h.maxMsgNums, filter);
+    let code = STATUS_TO_CODE[r.status];
+    let next = r.nextBeginOffset;
+    if (r.status === "NO_MATCHED_LOGIC_QUEUE" || r.status === "NO_MESSAGE_IN_QUEUE") {
+      // Empty or unknown queue: offset 0 is simply "nothing yet"; any other offset has moved.
+      if (h.queueOffset !== 0) code = ResponseCode.PULL_OFFSET_MOVED;
+      next = 0;
+    }
+    if (ctx.settings.brokerRole === "SLAVE" && code === ResponseCode.PULL_OFFSET_MOVED) {
+      // A slave may lag its master: never move a consumer's offset from a slave's view.
+      code = ResponseCode.PULL_RETRY_IMMEDIATELY;
+      next = h.queueOffset;
+    }
+
+    if (code === ResponseCode.PULL_NOT_FOUND && allowSuspend && ctx.settings.pullHoldMaxMs > 0) {
+      const held = ctx.hold.hold(
+        h.topic,
+        h.queueId,
+        { conn, offset: h.queueOffset, matches: filter, run: () => this.#resume(conn, cmd, h) },
+        h.suspendTimeoutMillis,
+      );
+      if (held) {
+        this.#commitOffset(h, group.consumeEnable);
+        return null;
+      }
+    }
+    this.#commitOffset(h, true);
+    return this.#response(cmd, code, next, r, group.whichBrokerWhenConsumeSlowly, group.brokerId);
+  }
+
+  /** Re-runs a parked pull without suspension and sends its answer. */
+  #resume(conn: RemotingConnection, cmd: RemotingCommand, h: PullHeader): void {
+    let res: RemotingCommand | null;
+    try {
+      res = this.#pull(conn, cmd, { ...h, sysFlag: h.sysFlag & ~PullSysFlag.COMMIT_OFFSET }, false);
+    } catch (e) {
+      res = createResponse(cmd, ResponseCode.SYSTEM_ERROR, e instanceof Error ? e.message : String(e));
+    }
+    if (res) conn.reply(cmd, res);
+  }
+
+  #commitOffset(h: PullHeader, enabled: boolean): void {
+    if (!enabled || (h.sysFlag & PullSysFlag.COMMIT_OFFSET) === 0 || this.#ctx.settings.brokerRole === "SLAVE") return;
+    this.#ctx.consumerOffsets.commit(h.consumerGroup, h.topic, h.queueId, h.commitOffset);
+  }
+
+  #response(cmd: RemotingCommand, code: number, next: number, r: GetMessageResult, slowBrokerId: number, groupBrokerId: number): RemotingCommand {
+    const s = this.#ctx.settings;
+    const suggest = s.slaveReadEnable && r.suggestPullingFromSlave ? slowBrokerId : s.slaveReadEnable ? groupBrokerId : 0;
+    const ext = {
+      suggestWhichBrokerId: String(suggest),
+      nextBeginOffset: String(next),
+      minOffset: String(r.minOffset),
+      maxOffset: String(r.maxOffset),
+    };
+    let body: Uint8Array | undefined;
+    if (code === ResponseCode.SUCCESS) {
+      body = new Uint8Array(r.bufferTotalBytes);
+      let pos = 0;
+      for (const m of r.messages) {
+        body.set(m, pos);
+        pos += m.length;
+      }
+    }
+    return createResponse(cmd, code, r.status, ext, body);
+  }
+}

@@ -1,0 +1,395 @@
+/**
+ * SendMessageProcessor: SEND_MESSAGE (long header names), SEND_MESSAGE_V2 (single letters),
+ * SEND_BATCH_MESSAGE and CONSUMER_SEND_MSG_BACK (wire reference §3.4, §3.9, §4.8).
+ *
+ * Order of checks, as the Java broker: role → topic name → system topic → topic exists (or is
+ * auto-created) → queue id → writable → retry/DLQ redirect → size limits → store. Every refusal
+ * carries a remark that says what to change.
+ */
+import {
+  createOffsetMsgId,
+  decodeMessageBatch,
+  encodeProperties,
+  isNotAllowedSendTopic,
+  isWriteable,
+  MessageConst,
+  parseProperties,
+  PermName,
+  tagsHashCode,
+  tryParseHostAddress,
+  validateTopicName,
+  type HostAddress,
+  type PutMessageRequest,
+  type PutMessageResult,
+  type TopicConfig,
+} from "../../commitlog/index.ts";
+import {
+  createResponse,
+  optBool,
+  optInt,
+  optString,
+  reqInt,
+  reqString,
+  RequestCode,
+  ResponseCode,
+  type ExtFields,
+  type RemotingCommand,
+  type RemotingConnection,
+  type RequestProcessor,
+} from "../../remoting/index.ts";
+import type { BrokerContext } from "../context.ts";
+
+export const RETRY_GROUP_TOPIC_PREFIX = "%RETRY%";
+export const DLQ_GROUP_TOPIC_PREFIX = "%DLQ%";
+const V3_4_9 = 121;
+
+export function retryTopic(group: string): string {
+  return RETRY_GROUP_TOPIC_PREFIX + group;
+}
+
+export function dlqTopic(group: string): string {
+  return DLQ_GROUP_TOPIC_PREFIX + group;
+}
+
+/** The send header with long names, whichever form it arrived in. */
+interface SendHeader {
+  producerGroup: string;
+  topic: string;
+  defaultTopic: string;
+  defaultTopicQueueNums: number;
+  queueId: number;
+  sysFlag: number;
+  bornTimestamp: number;
+  flag: number;
+  properties: string;
+  reconsumeTimes: number;
+  maxReconsumeTimes: number | undefined;
+  batch: boolean;
+}
+
+const V2_TO_V1: Record<string, string> = {
+  a: "producerGroup",
+  b: "topic",
+  c: "defaultTopic",
+  d: "defaultTopicQueueNums",
+  e: "queueId",
+  f: "sysFlag",
+  g: "bornTimestamp",
+  h: "flag",
+  i: "properties",
+  j: "reconsumeTimes",
+  k: "unitMode",
+  l: "maxReconsumeTimes",
+  m: "batch",
+  n: "bname",
+};
+
+function parseSendHeader(cmd: RemotingCommand): SendHeader {
+  let ext: ExtFields | undefined = cmd.extFields;
+  if (cmd.code !== RequestCode.SEND_MESSAGE && ext) {
+    const long: ExtFields = {};
+    for (const [k, v] of Object.entries(ext)) long[V2_TO_V1[k] ?? k] = v;
+    ext = long;
+  }
+  return {
+    producerGroup: reqString(ext, "producerGroup"),
+    topic: reqString(ext, "topic"),
+    defaultTopic: optString(ext, "defaultTopic") ?? "TBW102",
+    defaultTopicQueueNums: optInt(ext, "defaultTopicQueueNums") ?? 4,
+    queueId: reqInt(ext, "queueId"),
+    sysFlag: optInt(ext, "sysFlag") ?? 0,
+    bornTimestamp: optInt(ext, "bornTimestamp") ?? Date.now(),
+    flag: optInt(ext, "flag") ?? 0,
+    properties: optString(ext, "properties") ?? "",
+    reconsumeTimes: optInt(ext, "reconsumeTimes") ?? 0,
+    maxReconsumeTimes: optInt(ext, "maxReconsumeTimes"),
+    batch: optBool(ext, "batch") ?? cmd.code === RequestCode.SEND_BATCH_MESSAGE,
+  };
+}
+
+type Refusal = { code: number; remark: string };
+
+export interface ScheduleHook {
+  /** The request to store instead (e.g. diverted to SCHEDULE_TOPIC_XXXX), or null if not delayed. */
+  divert(req: PutMessageRequest, props: Record<string, string>): PutMessageRequest | null;
+}
+
+export class SendMessageProcessor implements RequestProcessor {
+  readonly #ctx: BrokerContext;
+  readonly #schedule: ScheduleHook | undefined;
+
+  constructor(ctx: BrokerContext, schedule?: ScheduleHook) {
+    this.#ctx = ctx;
+    this.#schedule = schedule;
+  }
+
+  static readonly CODES = [RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE, RequestCode.CONSUMER_SEND_MSG_BACK];
+
+  process(conn: RemotingConnection, cmd: RemotingCommand): Promise<RemotingCommand> | RemotingCommand {
+    if (cmd.code === RequestCode.CONSUMER_SEND_MSG_BACK) return this.#sendBack(conn, cmd);
+    return this.#send(conn, cmd);
+  }
+
+  async #send(conn: RemotingConnection, cmd: RemotingCommand): Promise<RemotingCommand> {
+    const ctx = this.#ctx;
+    const h = parseSendHeader(cmd);
+    const refused = this.#checkRole() ?? this.#checkTopicName(h.topic);
+    if (refused) return createResponse(cmd, refused.code, refused.remark);
+    const tc = this.#findOrCreateTopic(h);
+    if ("code" in tc) return createResponse(cmd, tc.code, tc.remark);
+    const queueNums = Math.max(tc.readQueueNums, tc.writeQueueNums);
+    if (h.queueId >= queueNums) {
+      return createResponse(
+        cmd,
+        ResponseCode.SYSTEM_ERROR,
+        `request queueId[${h.queueId}] is illegal, ${h.topic} has ${queueNums} queues, producer: ${conn.remoteAddress}`,
+      );
+    }
+    if (!isWriteable(tc.perm)) {
+      return createResponse(
+        cmd,
+        ResponseCode.NO_PERMISSION,
+        `the topic[${h.topic}] sending message is forbidden: its perm ${tc.perm} is not writable`,
+      );
+    }
+    const queueId = h.queueId < 0 ? Math.floor(Math.random() * Math.max(1, tc.writeQueueNums)) : h.queueId;
+    const bornHost = peerHost(conn);
+    const body = cmd.body ?? new Uint8Array(0);
+
+    let reqs: PutMessageRequest[];
+    if (h.batch && cmd.code === RequestCode.SEND_BATCH_MESSAGE) {
+      if (body.length > ctx.settings.maxMessageSizeBytes) {
+        return createResponse(
+          cmd,
+          ResponseCode.MESSAGE_ILLEGAL,
+          `batch body is ${body.length} bytes, over maxMessageSizeBytes ${ctx.settings.maxMessageSizeBytes}`,
+        );
+      }
+      if (h.topic.startsWith(RETRY_GROUP_TOPIC_PREFIX))
+        return createResponse(cmd, ResponseCode.MESSAGE_ILLEGAL, "batch messages cannot be sent to a retry topic");
+      const entries = decodeMessageBatch(body);
+      if ("invalid" in entries) return createResponse(cmd, ResponseCode.MESSAGE_ILLEGAL, `batch body does not decode: ${entries.invalid}`);
+      const batchProps = parseProperties(h.properties);
+      reqs = [];
+      for (const e of entries) {
+        const props = { ...parseProperties(e.properties), ...withoutWait(batchProps) };
+        if (props[MessageConst.DELAY] && Number(props[MessageConst.DELAY]) > 0) {
+          return createResponse(cmd, ResponseCode.MESSAGE_ILLEGAL, "batch messages cannot be delayed");
+        }
+        reqs.push(this.#request(h, h.topic, queueId, e.flag, e.body, props, bornHost, batchProps[MessageConst.WAIT] !== "false"));
+      }
+    } else {
+      if (body.length > ctx.settings.maxMessageSizeBytes) {
+        return createResponse(
+          cmd,
+          ResponseCode.MESSAGE_ILLEGAL,
+          `message body is ${body.length} bytes, over maxMessageSizeBytes ${ctx.settings.maxMessageSizeBytes}`,
+        );
+      }
+      const props = parseProperties(h.properties);
+      const wait = props[MessageConst.WAIT] !== "false";
+      let topic = h.topic;
+      let qid = queueId;
+      let reconsumeTimes = h.reconsumeTimes;
+      if (topic.startsWith(RETRY_GROUP_TOPIC_PREFIX)) {
+        const redirect = this.#retryRedirect(topic, reconsumeTimes, h.maxReconsumeTimes, cmd.version);
+        if ("code" in redirect) return createResponse(cmd, redirect.code, redirect.remark);
+        if (redirect.dlq) {
+          topic = redirect.dlq;
+          qid = 0;
+          reconsumeTimes = h.reconsumeTimes;
+        }
+      }
+      let req = this.#request(h, topic, qid, h.flag, body, withoutWait(props), bornHost, wait, reconsumeTimes);
+      req = this.#schedule?.divert(req, withoutWait(props)) ?? req;
+      reqs = [req];
+    }
+    const result = await ctx.store.putMessages(reqs);
+    this.#wakePulls(reqs, result);
+    return this.#response(cmd, result, reqs);
+  }
+
+  #request(
+    h: SendHeader,
+    topic: string,
+    queueId: number,
+    flag: number,
+    body: Uint8Array,
+    props: Record<string, string>,
+    bornHost: HostAddress,
+    wait: boolean,
+    reconsumeTimes = h.reconsumeTimes,
+  ): PutMessageRequest {
+    props[MessageConst.CLUSTER] = this.#ctx.settings.clusterName;
+    const req: PutMessageRequest = {
+      topic,
+      queueId,
+      flag,
+      body,
+      properties: encodeProperties(props),
+      sysFlag: h.sysFlag,
+      bornTimestamp: h.bornTimestamp,
+      bornHost,
+      reconsumeTimes,
+      preparedTransactionOffset: 0,
+      waitStoreMsgOK: wait,
+    };
+    const tags = props[MessageConst.TAGS];
+    if (tags !== undefined) req.tags = tags;
+    const keys = props[MessageConst.KEYS];
+    if (keys !== undefined) req.keys = keys;
+    const uniq = props[MessageConst.UNIQ_KEY];
+    if (uniq !== undefined) req.uniqKey = uniq;
+    return req;
+  }
+
+  #wakePulls(reqs: PutMessageRequest[], result: PutMessageResult): void {
+    for (let i = 0; i < result.appended.length; i++) {
+      const r = reqs[i]!;
+      this.#ctx.hold.notifyMessageArriving(r.topic, r.queueId, result.appended[i]!.queueOffset, tagsHashCode(r.tags));
+    }
+  }
+
+  #response(cmd: RemotingCommand, result: PutMessageResult, reqs: PutMessageRequest[]): RemotingCommand {
+    const s = this.#ctx.settings;
+    const code = {
+      PUT_OK: ResponseCode.SUCCESS,
+      FLUSH_DISK_TIMEOUT: ResponseCode.FLUSH_DISK_TIMEOUT,
+      MESSAGE_ILLEGAL: ResponseCode.MESSAGE_ILLEGAL,
+      PROPERTIES_SIZE_EXCEEDED: ResponseCode.MESSAGE_ILLEGAL,
+      SERVICE_NOT_AVAILABLE: ResponseCode.SERVICE_NOT_AVAILABLE,
+      UNKNOWN_ERROR: ResponseCode.SYSTEM_ERROR,
+    }[result.status];
+    if (result.appended.length === 0) return createResponse(cmd, code, result.remark ?? result.status);
+    const first = result.appended[0]!;
+    const ext: ExtFields = {
+      msgId: result.appended.map((a) => createOffsetMsgId(s.storeHost, a.physicalOffset)).join(","),
+      queueId: String(reqs[0]!.queueId),
+      queueOffset: String(first.queueOffset),
+      MSG_REGION: s.regionId,
+      TRACE_ON: String(s.traceOn),
+    };
+    return createResponse(cmd, code, code === ResponseCode.SUCCESS ? undefined : result.status, ext);
+  }
+
+  #checkRole(): Refusal | null {
+    const s = this.#ctx.settings;
+    if (s.brokerRole === "SLAVE")
+      return { code: ResponseCode.SERVICE_NOT_AVAILABLE, remark: `broker ${s.brokerName} is a slave: it does not take writes, send to its master` };
+    return null;
+  }
+
+  #checkTopicName(topic: string): Refusal | null {
+    const bad = validateTopicName(topic);
+    if (bad) return { code: ResponseCode.SYSTEM_ERROR, remark: bad };
+    if (isNotAllowedSendTopic(topic)) return { code: ResponseCode.NO_PERMISSION, remark: `Sending message to topic[${topic}] is forbidden.` };
+    return null;
+  }
+
+  #findOrCreateTopic(h: SendHeader): TopicConfig | Refusal {
+    const ctx = this.#ctx;
+    const existing = ctx.topics.get(h.topic);
+    if (existing) return existing;
+    if (h.topic.startsWith(RETRY_GROUP_TOPIC_PREFIX)) {
+      const group = ctx.groups.get(h.topic.slice(RETRY_GROUP_TOPIC_PREFIX.length));
+      if (group) return ctx.createTopicIfAbsent(h.topic, Math.max(1, group.retryQueueNums), PermName.READ | PermName.WRITE);
+    }
+    if (ctx.settings.autoCreateTopicEnable) {
+      const def = ctx.topics.get(h.defaultTopic);
+      if (def && (def.perm & PermName.INHERIT) !== 0) {
+        const nums = Math.max(1, Math.min(h.defaultTopicQueueNums, def.writeQueueNums));
+        return ctx.createTopicIfAbsent(h.topic, nums, def.perm & ~PermName.INHERIT);
+      }
+    }
+    return {
+      code: ResponseCode.TOPIC_NOT_EXIST,
+      remark: `topic[${h.topic}] not exist, apply first please! (create it with UPDATE_AND_CREATE_TOPIC or enable broker.autoCreateTopicEnable)`,
+    };
+  }
+
+  /** A message sent to %RETRY%<group> past its max reconsume times goes to %DLQ%<group>. */
+  #retryRedirect(topic: string, reconsumeTimes: number, maxFromHeader: number | undefined, version: number): { dlq?: string } | Refusal {
+    const groupName = topic.slice(RETRY_GROUP_TOPIC_PREFIX.length);
+    const group = this.#ctx.groups.get(groupName);
+    if (!group) return { code: ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, remark: `subscription group not exist, ${groupName}` };
+    const max = version >= V3_4_9 && maxFromHeader !== undefined ? maxFromHeader : group.retryMaxTimes;
+    if (reconsumeTimes >= max) {
+      const dlq = dlqTopic(groupName);
+      this.#ctx.createTopicIfAbsent(dlq, 1, PermName.READ | PermName.WRITE);
+      return { dlq };
+    }
+    return {};
+  }
+
+  /** CONSUMER_SEND_MSG_BACK: re-store a consumed message in the group's retry topic (or DLQ). */
+  async #sendBack(conn: RemotingConnection, cmd: RemotingCommand): Promise<RemotingCommand> {
+    const ctx = this.#ctx;
+    const ext = cmd.extFields;
+    const offset = reqInt(ext, "offset");
+    const groupName = reqString(ext, "group");
+    const delayLevel = reqInt(ext, "delayLevel");
+    const maxFromHeader = optInt(ext, "maxReconsumeTimes");
+    const role = this.#checkRole();
+    if (role) return createResponse(cmd, role.code, role.remark);
+    const group = ctx.groups.get(groupName) ?? ctx.groups.findOrCreate(groupName, ctx.settings.autoCreateSubscriptionGroup);
+    if (!group) return createResponse(cmd, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, `subscription group not exist, ${groupName}`);
+    if (group.retryQueueNums <= 0) return createResponse(cmd, ResponseCode.SUCCESS);
+    const retry = retryTopic(groupName);
+    const rtc = ctx.createTopicIfAbsent(retry, group.retryQueueNums, PermName.READ | PermName.WRITE);
+    const orig = ctx.store.lookMessageByOffset(offset);
+    if (!orig) return createResponse(cmd, ResponseCode.SYSTEM_ERROR, `look message by offset failed, ${offset}`);
+    const props = parseProperties(orig.properties);
+    props[MessageConst.RETRY_TOPIC] ??= orig.topic;
+    const max = cmd.version >= V3_4_9 && maxFromHeader !== undefined ? maxFromHeader : group.retryMaxTimes;
+    let topic = retry;
+    let queueId = Math.floor(Math.random() * Math.max(1, rtc.writeQueueNums));
+    let level = delayLevel;
+    if (orig.reconsumeTimes >= max || delayLevel < 0) {
+      topic = dlqTopic(groupName);
+      queueId = 0;
+      ctx.createTopicIfAbsent(topic, 1, PermName.READ | PermName.WRITE);
+      level = 0;
+    } else if (level === 0) {
+      level = 3 + orig.reconsumeTimes;
+    }
+    props[MessageConst.ORIGIN_MESSAGE_ID] ??= optString(ext, "originMsgId") ?? createOffsetMsgId(orig.storeHost, orig.physicalOffset);
+    props[MessageConst.WAIT] = "false";
+    if (level > 0) props[MessageConst.DELAY] = String(level);
+    else delete props[MessageConst.DELAY];
+    const h: SendHeader = {
+      producerGroup: groupName,
+      topic,
+      defaultTopic: "TBW102",
+      defaultTopicQueueNums: 1,
+      queueId,
+      sysFlag: orig.sysFlag,
+      bornTimestamp: orig.bornTimestamp,
+      flag: orig.flag,
+      properties: "",
+      reconsumeTimes: orig.reconsumeTimes + 1,
+      maxReconsumeTimes: undefined,
+      batch: false,
+    };
+    const storeProps = withoutWait(props);
+    let req = this.#request(h, topic, queueId, orig.flag, orig.body.slice(), storeProps, orig.bornHost, false);
+    if (level > 0) req = this.#schedule?.divert(req, storeProps) ?? req;
+    void conn;
+    const result = await ctx.store.putMessages([req]);
+    this.#wakePulls([req], result);
+    if (result.status === "PUT_OK") return createResponse(cmd, ResponseCode.SUCCESS);
+    return createResponse(cmd, ResponseCode.SYSTEM_ERROR, result.remark ?? result.status);
+  }
+}
+
+/** WAIT only steers this send; the Java broker drops it from the stored property string. */
+function withoutWait(props: Record<string, string>): Record<string, string> {
+  if (!(MessageConst.WAIT in props)) return props;
+  const copy = { ...props };
+  delete copy[MessageConst.WAIT];
+  return copy;
+}
+
+function peerHost(conn: RemotingConnection): HostAddress {
+  const h = tryParseHostAddress(conn.remoteAddress);
+  return "invalid" in h ? { ip: new Uint8Array([127, 0, 0, 1]), port: 0 } : h;
+}

@@ -1,0 +1,74 @@
+/**
+ * TopicAdminProcessor: UPDATE_AND_CREATE_TOPIC, DELETE_TOPIC_IN_BROKER, GET_ALL_TOPIC_CONFIG
+ * (wire reference §3.10, §3.15). A slave refuses writes: its topics follow its master.
+ */
+import { jsonBytes } from "../../common/json.ts";
+import { validateTopicName, type TopicConfig, type TopicFilterType } from "../../commitlog/index.ts";
+import {
+  createResponse,
+  optBool,
+  optInt,
+  optString,
+  reqInt,
+  reqString,
+  RequestCode,
+  ResponseCode,
+  type RemotingCommand,
+  type RemotingConnection,
+  type RequestProcessor,
+} from "../../remoting/index.ts";
+import type { BrokerContext } from "../context.ts";
+
+const SYSTEM_TOPICS_REFUSED = new Set(["TBW102", "SCHEDULE_TOPIC_XXXX", "RMQ_SYS_TRANS_HALF_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC"]);
+
+export class TopicAdminProcessor implements RequestProcessor {
+  readonly #ctx: BrokerContext;
+
+  constructor(ctx: BrokerContext) {
+    this.#ctx = ctx;
+  }
+
+  static readonly CODES = [RequestCode.UPDATE_AND_CREATE_TOPIC, RequestCode.DELETE_TOPIC_IN_BROKER, RequestCode.GET_ALL_TOPIC_CONFIG];
+
+  process(_conn: RemotingConnection, cmd: RemotingCommand): RemotingCommand {
+    const ctx = this.#ctx;
+    if (cmd.code === RequestCode.GET_ALL_TOPIC_CONFIG) {
+      return createResponse(cmd, ResponseCode.SUCCESS, undefined, undefined, jsonBytes(ctx.topics.wrapper()));
+    }
+    if (ctx.settings.brokerRole === "SLAVE") {
+      return createResponse(cmd, ResponseCode.SYSTEM_ERROR, `broker ${ctx.settings.brokerName} is a slave: change topics on its master`);
+    }
+    const topic = reqString(cmd.extFields, "topic");
+    if (cmd.code === RequestCode.DELETE_TOPIC_IN_BROKER) {
+      ctx.topics.delete(topic);
+      ctx.store.deleteTopics([topic]);
+      ctx.consumerOffsets.removeTopic(topic);
+      ctx.topicsChanged();
+      return createResponse(cmd, ResponseCode.SUCCESS);
+    }
+    const bad = validateTopicName(topic);
+    if (bad) return createResponse(cmd, ResponseCode.SYSTEM_ERROR, bad);
+    if (SYSTEM_TOPICS_REFUSED.has(topic)) return createResponse(cmd, ResponseCode.SYSTEM_ERROR, `The topic[${topic}] is conflict with system topic.`);
+    const ext = cmd.extFields;
+    const filter = optString(ext, "topicFilterType") ?? "SINGLE_TAG";
+    if (filter !== "SINGLE_TAG" && filter !== "MULTI_TAG")
+      return createResponse(cmd, ResponseCode.SYSTEM_ERROR, `topicFilterType must be SINGLE_TAG or MULTI_TAG, got ${filter}`);
+    const cfg: TopicConfig = {
+      topicName: topic,
+      readQueueNums: reqInt(ext, "readQueueNums"),
+      writeQueueNums: reqInt(ext, "writeQueueNums"),
+      perm: reqInt(ext, "perm"),
+      topicFilterType: filter as TopicFilterType,
+      topicSysFlag: optInt(ext, "topicSysFlag") ?? 0,
+      order: optBool(ext, "order") ?? false,
+    };
+    if (cfg.readQueueNums < 0 || cfg.writeQueueNums < 0 || cfg.readQueueNums > 65535 || cfg.writeQueueNums > 65535) {
+      return createResponse(cmd, ResponseCode.SYSTEM_ERROR, "readQueueNums and writeQueueNums must be between 0 and 65535");
+    }
+    if (cfg.perm < 0 || cfg.perm > 15) return createResponse(cmd, ResponseCode.SYSTEM_ERROR, `perm must be between 0 and 15, got ${cfg.perm}`);
+    const problem = ctx.topics.upsert(cfg);
+    if (problem) return createResponse(cmd, ResponseCode.SYSTEM_ERROR, problem);
+    ctx.topicsChanged();
+    return createResponse(cmd, ResponseCode.SUCCESS);
+  }
+}
