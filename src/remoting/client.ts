@@ -4,10 +4,10 @@
  * on the next call after it breaks. Requests from the server side (e.g. NOTIFY_CONSUMER_IDS_CHANGED)
  * go to `onRequest`.
  */
-import type { Socket } from "bun";
 import type { Logger } from "../common/log.ts";
 import type { RemotingCommand } from "./command.ts";
 import { RemotingClosedError, RemotingConnection } from "./connection.ts";
+import { connectSocket } from "./transport.ts";
 
 export interface RemotingClientOptions {
   frameSizeMaxBytes: number;
@@ -84,25 +84,18 @@ export class RemotingClient {
     const { host, port } = splitHostPort(addr);
     const opts = this.#opts;
     let conn: RemotingConnection | undefined;
-    const connecting = Bun.connect<undefined>({
-      hostname: host,
-      port,
-      socket: {
-        binaryType: "uint8array",
-        open: (socket) => {
-          socket.setNoDelay(true);
-          conn = new RemotingConnection(socket as Socket<unknown>, {
-            frameSizeMaxBytes: opts.frameSizeMaxBytes,
-            connectionBufferMaxBytes: opts.connectionBufferMaxBytes,
-            log: opts.log,
-            onRequest: opts.onRequest ?? (() => {}),
-          });
-        },
-        data: (_socket, chunk) => conn?.handleData(chunk),
-        drain: () => conn?.handleDrain(),
-        close: () => conn?.handleClosed(),
-        error: () => conn?.handleClosed(),
+    const connecting = connectSocket(host, port, {
+      open: (socket) => {
+        conn = new RemotingConnection(socket, {
+          frameSizeMaxBytes: opts.frameSizeMaxBytes,
+          connectionBufferMaxBytes: opts.connectionBufferMaxBytes,
+          log: opts.log,
+          onRequest: opts.onRequest ?? (() => {}),
+        });
       },
+      data: (chunk) => conn?.handleData(chunk),
+      drain: () => conn?.handleDrain(),
+      close: () => conn?.handleClosed(),
     });
     let timer: ReturnType<typeof setTimeout> | undefined;
     const timeout = new Promise<never>((_, reject) => {

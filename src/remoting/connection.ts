@@ -4,10 +4,10 @@
  * queue that coalesces everything written in one tick into a single socket write and respects
  * backpressure (a peer that stops reading is cut off at `connectionBufferMaxBytes`).
  */
-import type { Socket } from "bun";
 import type { Logger } from "../common/log.ts";
 import { FLAG_ONEWAY, isOneway, isResponse, type RemotingCommand } from "./command.ts";
 import { encodeCommand, FrameDecoder } from "./frame.ts";
+import type { SocketLike } from "./transport.ts";
 
 export class RemotingTimeoutError extends Error {
   override name = "RemotingTimeoutError";
@@ -41,7 +41,7 @@ export function normalizeAddress(host: string, port: number): string {
 export class RemotingConnection {
   readonly id = nextConnectionId++;
   readonly remoteAddress: string;
-  readonly #socket: Socket<unknown>;
+  readonly #socket: SocketLike;
   readonly #decoder: FrameDecoder;
   readonly #opts: ConnectionOptions;
   readonly #pending = new Map<number, Pending>();
@@ -52,7 +52,7 @@ export class RemotingConnection {
   #waitingDrain = false;
   #closed = false;
 
-  constructor(socket: Socket<unknown>, opts: ConnectionOptions) {
+  constructor(socket: SocketLike, opts: ConnectionOptions) {
     this.#socket = socket;
     this.#opts = opts;
     this.#decoder = new FrameDecoder({ frameSizeMaxBytes: opts.frameSizeMaxBytes });

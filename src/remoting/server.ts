@@ -4,7 +4,7 @@
  * the Java name server stays silent and lets the caller time out, which helps nobody). A processor
  * that throws gets SYSTEM_ERROR with the error text; the connection and the process carry on.
  */
-import type { Socket, TCPSocketListener } from "bun";
+import type { TCPSocketListener } from "bun";
 import type { Logger } from "../common/log.ts";
 import { createResponse, isOneway, type RemotingCommand } from "./command.ts";
 import { RemotingConnection } from "./connection.ts";
@@ -66,7 +66,7 @@ export class RemotingServer {
         binaryType: "uint8array",
         open: (socket) => {
           socket.setNoDelay(true);
-          const conn = new RemotingConnection(socket as Socket<unknown>, {
+          const conn = new RemotingConnection(socket, {
             frameSizeMaxBytes: opts.frameSizeMaxBytes,
             connectionBufferMaxBytes: opts.connectionBufferMaxBytes,
             log: opts.log,

@@ -1,0 +1,79 @@
+/**
+ * The few socket operations a RemotingConnection needs, and an outbound connect that works on
+ * Bun (native `Bun.connect`) and on Node 20 (`node:net`), so the client library runs on both.
+ * The server side always runs on Bun and uses Bun.listen directly.
+ */
+import { connect as netConnect, type Socket as NetSocket } from "node:net";
+
+export interface SocketLike {
+  /** Writes what it can; returns bytes taken (-1 if closed). Less than all means: wait for drain. */
+  write(data: Uint8Array): number;
+  end(): void;
+  readonly remoteAddress: string;
+  readonly remotePort: number;
+}
+
+export interface SocketEvents {
+  open(sock: SocketLike): void;
+  data(chunk: Uint8Array): void;
+  drain(): void;
+  close(): void;
+}
+
+const onBun = typeof globalThis.Bun !== "undefined";
+
+/** Resolves once connected (after `open` ran); rejects if the connection cannot be made. */
+export function connectSocket(host: string, port: number, ev: SocketEvents): Promise<SocketLike> {
+  return onBun ? connectBun(host, port, ev) : connectNode(host, port, ev);
+}
+
+async function connectBun(host: string, port: number, ev: SocketEvents): Promise<SocketLike> {
+  const socket = await Bun.connect<undefined>({
+    hostname: host,
+    port,
+    socket: {
+      binaryType: "uint8array",
+      open: (s) => {
+        s.setNoDelay(true);
+        ev.open(s);
+      },
+      data: (_s, chunk) => ev.data(chunk),
+      drain: () => ev.drain(),
+      close: () => ev.close(),
+      error: () => ev.close(),
+    },
+  });
+  return socket;
+}
+
+function connectNode(host: string, port: number, ev: SocketEvents): Promise<SocketLike> {
+  return new Promise((resolve, reject) => {
+    const sock: NetSocket = netConnect({ host, port });
+    let opened = false;
+    const like: SocketLike = {
+      // node:net buffers internally; report everything taken and let 'drain' pace big writers.
+      write: (data) => (sock.destroyed ? -1 : (sock.write(data), data.length)),
+      end: () => sock.end(),
+      get remoteAddress() {
+        return sock.remoteAddress ?? host;
+      },
+      get remotePort() {
+        return sock.remotePort ?? port;
+      },
+    };
+    sock.setNoDelay(true);
+    sock.once("connect", () => {
+      opened = true;
+      ev.open(like);
+      resolve(like);
+    });
+    sock.on("data", (b: Buffer) => ev.data(new Uint8Array(b.buffer, b.byteOffset, b.byteLength)));
+    sock.on("drain", () => ev.drain());
+    sock.on("close", () => {
+      if (opened) ev.close();
+    });
+    sock.on("error", (e) => {
+      if (!opened) reject(e);
+    });
+  });
+}
