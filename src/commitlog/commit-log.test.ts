@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CommitLog, type StoreRecordInput } from "./commit-log.ts";
-import { BLANK_MAGIC_CODE, decodeRecordAt, parseHostAddress } from "./message-record.ts";
+import { BLANK_MAGIC_CODE, decodeRecordAt, parseHostAddress } from "../common/message-record.ts";
 
 const dirs: string[] = [];
 const logs: CommitLog[] = [];

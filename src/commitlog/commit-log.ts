@@ -25,7 +25,7 @@ import {
   writeBlankMarker,
   type DecodedRecord,
   type RecordInput,
-} from "./message-record.ts";
+} from "../common/message-record.ts";
 
 export type FlushDiskType = "ASYNC_FLUSH" | "SYNC_FLUSH";
 

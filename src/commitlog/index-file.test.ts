@@ -1,4 +1,4 @@
-import { javaStringHashCode } from "./message-record.ts";
+import { javaStringHashCode } from "../common/message-record.ts";
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from "node:fs";
 import { tmpdir } from "node:os";

@@ -55,7 +55,7 @@
  * counted entry not yet linked from its slot is merely unreachable too.
  */
 import { closeSync, fstatSync, fsyncSync, ftruncateSync, openSync, unlinkSync } from "node:fs";
-import { javaStringHashCode } from "./message-record.ts";
+import { javaStringHashCode } from "../common/message-record.ts";
 
 export const INDEX_HEADER_SIZE_BYTES = 40;
 export const INDEX_SLOT_SIZE_BYTES = 4;

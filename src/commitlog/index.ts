@@ -4,8 +4,8 @@
  */
 export { CommitLog, CommitLogError, type AppendResult, type CommitLogOptions, type FlushDiskType, type StoreRecordInput } from "./commit-log.ts";
 export { ConsumeQueue, CQ_UNIT_SIZE, CQ_FILLER_SIZE, CQ_UNITS_PER_FILE_DEFAULT, type CqUnit } from "./consume-queue.ts";
-export * from "./message-record.ts";
-export { decodeMessageBatch, encodeMessageBatch, type BatchEntry } from "./message-batch.ts";
+export * from "../common/message-record.ts";
+export { decodeMessageBatch, encodeMessageBatch, type BatchEntry } from "../common/message-batch.ts";
 export { IndexService, type IndexServiceOptions, type IndexDispatch, type QueryOffsetResult } from "./index-service.ts";
 export {
   MessageStore,

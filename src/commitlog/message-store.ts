@@ -38,7 +38,7 @@ import {
   transactionType,
   type DecodedRecord,
   type HostAddress,
-} from "./message-record.ts";
+} from "../common/message-record.ts";
 import { scanCommitLog, type CorruptRange } from "./recovery.ts";
 
 export interface MessageStoreOptions {

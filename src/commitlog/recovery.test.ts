@@ -4,7 +4,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { rmSync } from "node:fs";
 import { CommitLog, type StoreRecordInput } from "./commit-log.ts";
-import { parseHostAddress } from "./message-record.ts";
+import { parseHostAddress } from "../common/message-record.ts";
 import { scanCommitLog } from "./recovery.ts";
 import { tempStoreDir } from "./test-support.ts";
 

@@ -22,7 +22,7 @@
  * and never dispatched, so it is never served.
  */
 import type { MappedFile } from "./mapped-file.ts";
-import { BLANK_MAGIC_CODE, decodeRecordAt, MESSAGE_MAGIC_CODE, readPhysicalOffset, type DecodedRecord } from "./message-record.ts";
+import { BLANK_MAGIC_CODE, decodeRecordAt, MESSAGE_MAGIC_CODE, readPhysicalOffset, type DecodedRecord } from "../common/message-record.ts";
 
 export interface CorruptRange {
   from: number;

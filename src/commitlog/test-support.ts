@@ -5,7 +5,7 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { parseHostAddress } from "./message-record.ts";
+import { parseHostAddress } from "../common/message-record.ts";
 import type { MessageStoreOptions, PutMessageRequest } from "./message-store.ts";
 
 export function tempStoreDir(prefix = "store-test-"): string {
