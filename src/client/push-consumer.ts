@@ -1,0 +1,429 @@
+/**
+ * PushConsumer (RocketMQ's DefaultMQPushConsumer): a member of a consumer group that owns some
+ * queues (rebalanced every `rebalanceIntervalMs` and whenever the broker says membership
+ * changed), long-polls each owned queue, and hands messages to the handler.
+ *
+ *   concurrent: up to `consumeThreads` handlers run at once; a failed message (handler throws or
+ *               returns "retry") is sent back to the broker (CONSUMER_SEND_MSG_BACK → %RETRY%
+ *               with the next delay level, DLQ after maxReconsumeTimes); if that fails it is
+ *               retried here after 5 s.
+ *   orderly:    each queue is locked on its broker (LOCK_BATCH_MQ, renewed every 20 s) and its
+ *               messages are handled one at a time, in order; a failure is retried in place
+ *               after 1 s, and after maxReconsumeTimes the message goes to the DLQ.
+ * The committed offset of a queue is the lowest offset still being handled (or the next pull
+ * offset when none is), so a crash re-delivers at most what was in flight: at-least-once.
+ */
+import { RequestCode, ResponseCode } from "../remoting/index.ts";
+import { ClientInstance, errText, type ClientInstanceOptions } from "./client-instance.ts";
+import {
+  allocate,
+  computeStartOffset,
+  heartbeatConsumerData,
+  OffsetStore,
+  parseExpression,
+  pullOnce,
+  RETRY_PREFIX,
+  type FromWhere,
+  type MessageModel,
+  type Subscription,
+} from "./consumer-core.ts";
+import { MQClientError } from "./errors.ts";
+import type { MessageExt } from "./message.ts";
+import { MASTER_ID, mqKey, type MessageQueue } from "./route.ts";
+
+export type ConsumeResult = void | "success" | "retry";
+export type MessageHandler = (msg: MessageExt) => ConsumeResult | Promise<ConsumeResult>;
+
+export interface PushConsumerOptions extends ClientInstanceOptions {
+  group: string;
+  model?: MessageModel;
+  fromWhere?: FromWhere;
+  orderly?: boolean;
+  /** Handlers running at once (concurrent mode). Default 16. */
+  consumeThreads?: number;
+  pullBatchSize?: number;
+  /** Flow control: stop pulling a queue holding this many unconsumed messages. Default 1000. */
+  pullThresholdForQueue?: number;
+  /** Flow control by bytes per queue. Default 100 MiB. */
+  pullThresholdSizeForQueueBytes?: number;
+  maxReconsumeTimes?: number;
+  rebalanceIntervalMs?: number;
+  persistOffsetIntervalMs?: number;
+  suspendTimeoutMs?: number;
+}
+
+class ProcessQueue {
+  readonly mq: MessageQueue;
+  readonly sub: Subscription;
+  nextOffset: number;
+  /** Pulled, not yet consumed, by queue offset (ascending insertion order). */
+  readonly inFlight = new Map<number, MessageExt>();
+  bytes = 0;
+  dropped = false;
+  suggestBrokerId = MASTER_ID;
+  lockedUntil = 0;
+  /** Orderly: messages waiting their turn. */
+  readonly orderlyQueue: MessageExt[] = [];
+  orderlyBusy = false;
+
+  constructor(mq: MessageQueue, sub: Subscription, offset: number) {
+    this.mq = mq;
+    this.sub = sub;
+    this.nextOffset = offset;
+  }
+
+  /** The offset safe to commit: lowest in-flight, else where the next pull starts. */
+  committable(): number {
+    for (const off of this.inFlight.keys()) return off;
+    return this.nextOffset;
+  }
+}
+
+const LOCK_RENEW_MS = 20_000;
+const LOCK_TTL_MS = 30_000;
+
+export class PushConsumer {
+  readonly #o: PushConsumerOptions;
+  readonly #client: ClientInstance;
+  readonly #model: MessageModel;
+  readonly #fromWhere: FromWhere;
+  readonly #subs = new Map<string, { sub: Subscription; handler: MessageHandler }>();
+  readonly #queues = new Map<string, ProcessQueue>();
+  readonly #offsets: OffsetStore;
+  #running = false;
+  #timers: ReturnType<typeof setInterval>[] = [];
+  #rebalancing: Promise<void> | null = null;
+  #rebalanceAgain = false;
+  #permits: number;
+  readonly #waiters: (() => void)[] = [];
+
+  constructor(o: PushConsumerOptions) {
+    if (!o.group) throw new MQClientError("consumer group is required (option `group`)");
+    this.#o = o;
+    this.#model = o.model ?? "clustering";
+    this.#fromWhere = o.fromWhere ?? "last";
+    this.#client = new ClientInstance(o);
+    this.#offsets = new OffsetStore(this.#client, o.group, this.#model);
+    this.#permits = o.orderly ? Number.MAX_SAFE_INTEGER : (o.consumeThreads ?? 16);
+  }
+
+  get clientId(): string {
+    return this.#client.clientId;
+  }
+
+  /** Subscribes `topic` with a TAG expression (`*`, `TagA || TagB`). Call before start(). */
+  subscribe(topic: string, expression: string, handler: MessageHandler): void {
+    if (this.#running) throw new MQClientError("subscribe before start()");
+    this.#subs.set(topic, { sub: parseExpression(topic, expression), handler });
+  }
+
+  /** Queues this member consumes right now (for tests and monitoring). */
+  assignedQueues(): MessageQueue[] {
+    return [...this.#queues.values()].map((p) => p.mq);
+  }
+
+  async start(): Promise<void> {
+    if (this.#running) return;
+    if (this.#subs.size === 0) throw new MQClientError("subscribe to at least one topic before start()");
+    if (this.#model === "clustering") {
+      const retry = RETRY_PREFIX + this.#o.group;
+      const first = [...this.#subs.values()][0]!;
+      this.#subs.set(retry, { sub: parseExpression(retry, "*"), handler: first.handler });
+    }
+    this.#client.registerConsumer(this.#o.group, {
+      heartbeatData: () =>
+        heartbeatConsumerData(
+          this.#o.group,
+          [...this.#subs.values()].map((s) => s.sub),
+          this.#model,
+          this.#fromWhere,
+          "CONSUME_PASSIVELY",
+        ),
+      onConsumerIdsChanged: () => this.#triggerRebalance(),
+      topics: () => [...this.#subs.keys()],
+    });
+    this.#running = true;
+    this.#client.start();
+    await this.#client.refreshRoutes();
+    const known = [...this.#subs.keys()].filter((t) => this.#client.cachedRoute(t));
+    if (known.length === 0) throw new MQClientError(`no route for ${[...this.#subs.keys()].join(", ")}: create the topic first`);
+    await this.#client.sendHeartbeatToAllBrokers();
+    await this.#rebalance();
+    this.#timers.push(
+      setInterval(() => this.#triggerRebalance(), this.#o.rebalanceIntervalMs ?? 20_000),
+      setInterval(() => void this.#persistOffsets(), this.#o.persistOffsetIntervalMs ?? 5000),
+    );
+    if (this.#o.orderly) this.#timers.push(setInterval(() => void this.#lockAll(), LOCK_RENEW_MS));
+  }
+
+  async shutdown(): Promise<void> {
+    if (!this.#running) return;
+    this.#running = false;
+    for (const t of this.#timers) clearInterval(t);
+    this.#timers = [];
+    await this.#rebalancing;
+    for (const pq of this.#queues.values()) pq.dropped = true;
+    await this.#persistOffsets();
+    if (this.#o.orderly) await this.#unlock([...this.#queues.values()].map((p) => p.mq));
+    this.#queues.clear();
+    await this.#client.shutdown();
+  }
+
+  // -------------------------------------------------------------- rebalance
+
+  #triggerRebalance(): void {
+    if (!this.#running) return;
+    if (this.#rebalancing) {
+      this.#rebalanceAgain = true;
+      return;
+    }
+    void this.#rebalance();
+  }
+
+  #rebalance(): Promise<void> {
+    this.#rebalancing = (async () => {
+      do {
+        this.#rebalanceAgain = false;
+        for (const [topic, { sub }] of this.#subs) {
+          try {
+            const mine = await allocate(this.#client, this.#o.group, topic, this.#model);
+            await this.#applyAllocation(topic, sub, mine);
+          } catch (e) {
+            this.#client.log.rateLimited("warn", `rebalance-${topic}`, `rebalance of ${topic} failed: ${errText(e)}`);
+          }
+        }
+      } while (this.#rebalanceAgain && this.#running);
+    })().finally(() => {
+      this.#rebalancing = null;
+    });
+    return this.#rebalancing;
+  }
+
+  async #applyAllocation(topic: string, sub: Subscription, mine: MessageQueue[]): Promise<void> {
+    const wanted = new Map(mine.map((mq) => [mqKey(mq), mq]));
+    const dropped: MessageQueue[] = [];
+    for (const [k, pq] of this.#queues) {
+      if (pq.mq.topic !== topic || wanted.has(k)) continue;
+      pq.dropped = true;
+      this.#offsets.update(pq.mq, pq.committable());
+      this.#queues.delete(k);
+      dropped.push(pq.mq);
+    }
+    if (dropped.length > 0) {
+      await this.#offsets.persist(dropped);
+      for (const mq of dropped) this.#offsets.remove(mq);
+      if (this.#o.orderly) await this.#unlock(dropped);
+    }
+    for (const [k, mq] of wanted) {
+      if (this.#queues.has(k) || !this.#running) continue;
+      const offset = await computeStartOffset(this.#client, this.#offsets, mq, this.#fromWhere);
+      const pq = new ProcessQueue(mq, sub, offset);
+      this.#queues.set(k, pq);
+      if (this.#o.orderly) await this.#lock([mq]);
+      void this.#pullLoop(pq);
+    }
+  }
+
+  // -------------------------------------------------------------- pulling
+
+  async #pullLoop(pq: ProcessQueue): Promise<void> {
+    const o = this.#o;
+    const maxCount = o.pullThresholdForQueue ?? 1000;
+    const maxBytes = o.pullThresholdSizeForQueueBytes ?? 100 * 1024 * 1024;
+    while (this.#running && !pq.dropped) {
+      if (pq.inFlight.size >= maxCount || pq.bytes >= maxBytes) {
+        await sleep(50);
+        continue;
+      }
+      if (o.orderly && pq.lockedUntil < Date.now()) {
+        await this.#lock([pq.mq]);
+        if (pq.lockedUntil < Date.now()) {
+          await sleep(1000);
+          continue;
+        }
+      }
+      try {
+        const r = await pullOnce(this.#client, o.group, pq.mq, pq.sub, pq.nextOffset, {
+          maxMsgNums: o.pullBatchSize ?? 32,
+          suspendMs: o.suspendTimeoutMs ?? 15_000,
+          commitOffset: this.#model === "clustering" ? this.#offsets.current(pq.mq) : 0,
+          suggestBrokerId: pq.suggestBrokerId,
+        });
+        if (pq.dropped) return;
+        pq.suggestBrokerId = r.suggestWhichBrokerId;
+        if (r.status === "OFFSET_ILLEGAL") {
+          this.#client.log.warn(`offset ${pq.nextOffset} of ${mqKey(pq.mq)} is out of range; moving to ${r.nextBeginOffset}`);
+          pq.nextOffset = r.nextBeginOffset;
+          this.#offsets.update(pq.mq, r.nextBeginOffset, false);
+          continue;
+        }
+        pq.nextOffset = r.nextBeginOffset;
+        if (r.messages.length > 0) this.#dispatch(pq, r.messages);
+        else if (pq.inFlight.size === 0) this.#offsets.update(pq.mq, pq.nextOffset);
+      } catch (e) {
+        if (!this.#running || pq.dropped) return;
+        this.#client.log.rateLimited("warn", `pull-${mqKey(pq.mq)}`, `pull from ${mqKey(pq.mq)} failed: ${errText(e)}`);
+        await sleep(1000);
+      }
+    }
+  }
+
+  #dispatch(pq: ProcessQueue, msgs: MessageExt[]): void {
+    for (const m of msgs) {
+      if (m.topic.startsWith(RETRY_PREFIX) && m.properties.RETRY_TOPIC) m.topic = m.properties.RETRY_TOPIC;
+      pq.inFlight.set(m.queueOffset, m);
+      pq.bytes += m.body.length;
+    }
+    if (this.#o.orderly) {
+      pq.orderlyQueue.push(...msgs);
+      void this.#consumeOrderly(pq);
+    } else {
+      for (const m of msgs) void this.#consumeConcurrently(pq, m);
+    }
+  }
+
+  #handlerFor(msg: MessageExt): MessageHandler | undefined {
+    return this.#subs.get(msg.topic)?.handler;
+  }
+
+  async #runHandler(msg: MessageExt): Promise<boolean> {
+    const h = this.#handlerFor(msg);
+    if (!h) return true;
+    try {
+      return (await h(msg)) !== "retry";
+    } catch (e) {
+      this.#client.log.rateLimited("warn", "handler", `handler failed for ${msg.msgId}: ${errText(e)}`);
+      return false;
+    }
+  }
+
+  async #acquire(): Promise<void> {
+    while (this.#permits <= 0) await new Promise<void>((r) => this.#waiters.push(r));
+    this.#permits--;
+  }
+
+  #release(): void {
+    this.#permits++;
+    this.#waiters.shift()?.();
+  }
+
+  async #consumeConcurrently(pq: ProcessQueue, msg: MessageExt): Promise<void> {
+    await this.#acquire();
+    try {
+      for (;;) {
+        if (pq.dropped) return;
+        if (await this.#runHandler(msg)) break;
+        if (await this.#sendBack(msg, 0)) break;
+        await sleep(5000);
+      }
+      this.#done(pq, msg);
+    } finally {
+      this.#release();
+    }
+  }
+
+  async #consumeOrderly(pq: ProcessQueue): Promise<void> {
+    if (pq.orderlyBusy) return;
+    pq.orderlyBusy = true;
+    try {
+      while (pq.orderlyQueue.length > 0 && !pq.dropped && this.#running) {
+        const msg = pq.orderlyQueue[0]!;
+        if (await this.#runHandler(msg)) {
+          pq.orderlyQueue.shift();
+          this.#done(pq, msg);
+          continue;
+        }
+        msg.reconsumeTimes++;
+        if (msg.reconsumeTimes >= (this.#o.maxReconsumeTimes ?? 16) && (await this.#sendBack(msg, -1))) {
+          pq.orderlyQueue.shift();
+          this.#done(pq, msg);
+          continue;
+        }
+        await sleep(1000);
+      }
+    } finally {
+      pq.orderlyBusy = false;
+    }
+  }
+
+  #done(pq: ProcessQueue, msg: MessageExt): void {
+    if (pq.inFlight.delete(msg.queueOffset)) pq.bytes -= msg.body.length;
+    if (!pq.dropped) this.#offsets.update(pq.mq, pq.committable());
+  }
+
+  /** CONSUMER_SEND_MSG_BACK to the queue's master; delayLevel -1 sends straight to the DLQ. */
+  async #sendBack(msg: MessageExt, delayLevel: number): Promise<boolean> {
+    const addr = this.#client.brokerAddr(msg.brokerName, MASTER_ID);
+    if (!addr) return false;
+    try {
+      const res = await this.#client.invokeBroker(addr, RequestCode.CONSUMER_SEND_MSG_BACK, {
+        offset: String(msg.commitLogOffset),
+        group: this.#o.group,
+        delayLevel: String(delayLevel),
+        originMsgId: msg.msgId,
+        originTopic: msg.topic,
+        unitMode: "false",
+        maxReconsumeTimes: String(this.#o.maxReconsumeTimes ?? 16),
+      });
+      return res.code === ResponseCode.SUCCESS;
+    } catch (e) {
+      this.#client.log.rateLimited("warn", "sendback", `send back of ${msg.msgId} failed: ${errText(e)}`);
+      return false;
+    }
+  }
+
+  async #persistOffsets(): Promise<void> {
+    for (const pq of this.#queues.values()) this.#offsets.update(pq.mq, pq.committable());
+    await this.#offsets.persist();
+  }
+
+  // -------------------------------------------------------------- orderly locks
+
+  async #lockAll(): Promise<void> {
+    await this.#lock([...this.#queues.values()].map((p) => p.mq));
+  }
+
+  async #lock(mqs: MessageQueue[]): Promise<void> {
+    for (const [brokerName, list] of groupByBroker(mqs)) {
+      const addr = this.#client.brokerAddr(brokerName, MASTER_ID);
+      if (!addr) continue;
+      try {
+        const body = new TextEncoder().encode(JSON.stringify({ consumerGroup: this.#o.group, clientId: this.#client.clientId, mqSet: list }));
+        const res = await this.#client.invokeBroker(addr, RequestCode.LOCK_BATCH_MQ, undefined, body);
+        if (res.code !== ResponseCode.SUCCESS || !res.body) continue;
+        const locked = (JSON.parse(new TextDecoder().decode(res.body)) as { lockOKMQSet?: MessageQueue[] }).lockOKMQSet ?? [];
+        const until = Date.now() + LOCK_TTL_MS;
+        for (const mq of locked) {
+          const pq = this.#queues.get(mqKey(mq));
+          if (pq) pq.lockedUntil = until;
+        }
+      } catch (e) {
+        this.#client.log.rateLimited("warn", "lock", `locking queues on ${brokerName} failed: ${errText(e)}`);
+      }
+    }
+  }
+
+  async #unlock(mqs: MessageQueue[]): Promise<void> {
+    for (const [brokerName, list] of groupByBroker(mqs)) {
+      const addr = this.#client.brokerAddr(brokerName, MASTER_ID);
+      if (!addr) continue;
+      const body = new TextEncoder().encode(JSON.stringify({ consumerGroup: this.#o.group, clientId: this.#client.clientId, mqSet: list }));
+      await this.#client.invokeBroker(addr, RequestCode.UNLOCK_BATCH_MQ, undefined, body).catch(() => {});
+    }
+  }
+}
+
+function groupByBroker(mqs: MessageQueue[]): Map<string, MessageQueue[]> {
+  const m = new Map<string, MessageQueue[]>();
+  for (const mq of mqs) {
+    let l = m.get(mq.brokerName);
+    if (!l) m.set(mq.brokerName, (l = []));
+    l.push(mq);
+  }
+  return m;
+}
+
+/** setTimeout as a promise (works on Node and Bun). */
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
