@@ -97,6 +97,7 @@ interface Entry {
 }
 
 export class IndexService {
+  #rebuildFrom: number | undefined = undefined;
   readonly dir: string;
   readonly slotNum: number;
   readonly indexNum: number;
@@ -136,6 +137,14 @@ export class IndexService {
    *     later may hold unflushed, torn pages; it is deleted, and recovery must re-dispatch from a
    *     CommitLog record stored no later than that timestamp to rebuild it.
    */
+  /**
+   * After load(): the lowest CommitLog offset whose index entries were in files dropped at load
+   * (unfinished or damaged), so recovery re-dispatches from there; undefined if none were dropped.
+   */
+  get rebuildFromOffset(): number | undefined {
+    return this.#rebuildFrom;
+  }
+
   load(lastCheckpointTimestamp?: number): string[] {
     if (this.#loaded) throw new Error("IndexService.load called twice");
     this.#loaded = true;
@@ -156,6 +165,8 @@ export class IndexService {
       }
       if (!(opened instanceof IndexFile)) {
         problems.push(`${name}: ${opened.invalid}; ${tryUnlink(path)}`);
+        // Unknown coverage: everything must be indexed again.
+        this.#rebuildFrom = 0;
         continue;
       }
       if (lastCheckpointTimestamp !== undefined && opened.endTimestamp > lastCheckpointTimestamp) {
@@ -163,6 +174,7 @@ export class IndexService {
           `${name}: endTimestamp ${opened.endTimestamp} is after the checkpoint's index timestamp ${lastCheckpointTimestamp}` +
             " after an unclean shutdown",
         );
+        this.#rebuildFrom = Math.min(this.#rebuildFrom ?? Number.MAX_SAFE_INTEGER, opened.beginPhyOffset);
         opened.close();
         problems[problems.length - 1] += `; ${tryUnlink(path)}`;
         continue;

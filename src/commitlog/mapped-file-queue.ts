@@ -6,7 +6,7 @@
  * written; a file name equals its start offset. A gap or a wrong-sized file found at load time
  * is reported, not repaired silently.
  */
-import { mkdirSync, readdirSync } from "node:fs";
+import { mkdirSync, readdirSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { fileNameToOffset, MappedFile, offsetToFileName } from "./mapped-file.ts";
 
@@ -24,6 +24,8 @@ export class MappedFileQueue {
   load(): string[] {
     mkdirSync(this.dir, { recursive: true });
     const problems: string[] = [];
+    // Leftovers of a create interrupted by a crash (see MappedFile.create): never held data.
+    for (const n of readdirSync(this.dir)) if (n.endsWith(".creating")) rmSync(join(this.dir, n), { force: true });
     const names = readdirSync(this.dir)
       .filter((n) => fileNameToOffset(n) !== null)
       .sort();
@@ -38,7 +40,15 @@ export class MappedFileQueue {
         problems.push(`${join(this.dir, name)}: start offset is not a multiple of the segment size ${this.fileSize}; ignoring it and later files`);
         break;
       }
-      const f = MappedFile.open(join(this.dir, name), this.fileSize);
+      const path = join(this.dir, name);
+      if (name === names.at(-1) && statSync(path).size === 0) {
+        // An empty last file (an older version could leave one when killed while creating it)
+        // never held data: remove it so the next roll can create it properly.
+        rmSync(path);
+        problems.push(`${path}: empty segment left by an interrupted create removed`);
+        break;
+      }
+      const f = MappedFile.open(path, this.fileSize);
       if ("invalid" in f) {
         problems.push(f.invalid);
         break;

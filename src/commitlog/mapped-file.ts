@@ -11,7 +11,7 @@
  * Invariants: flushedPosition ≤ wrotePosition ≤ fileSize. The file is never truncated while
  * mapped (Bun crashes on access past a shrunk mapping); recovery zeroes a torn tail instead.
  */
-import { closeSync, fdatasync, fdatasyncSync, fstatSync, ftruncateSync, openSync, unlinkSync } from "node:fs";
+import { closeSync, existsSync, fdatasync, fdatasyncSync, fstatSync, ftruncateSync, openSync, renameSync, rmSync, unlinkSync } from "node:fs";
 import { basename } from "node:path";
 
 export const FILE_NAME_DIGITS = 20;
@@ -91,11 +91,26 @@ export class MappedFile {
     this.#view = null;
   }
 
-  /** Creates a new zero-filled (sparse) segment of `fileSize` bytes. */
+  /**
+   * Creates a new zero-filled (sparse) segment of `fileSize` bytes. It is sized under a temporary
+   * name and then renamed, so a crash can never leave a real segment name with the wrong size.
+   */
   static create(path: string, fileSize: number): MappedFile {
-    const fd = openSync(path, "wx+");
+    const tmp = `${path}.creating`;
+    rmSync(tmp, { force: true });
+    const tfd = openSync(tmp, "wx+");
     try {
-      ftruncateSync(fd, fileSize);
+      ftruncateSync(tfd, fileSize);
+    } finally {
+      closeSync(tfd);
+    }
+    if (existsSync(path)) {
+      rmSync(tmp, { force: true });
+      throw new Error(`segment ${path} already exists`);
+    }
+    renameSync(tmp, path);
+    const fd = openSync(path, "r+");
+    try {
       return new MappedFile(path, fd, fileSize);
     } catch (e) {
       closeSync(fd);

@@ -78,12 +78,7 @@ export interface MessageStoreOptions {
 }
 
 export type PutMessageStatus =
-  | "PUT_OK"
-  | "FLUSH_DISK_TIMEOUT"
-  | "MESSAGE_ILLEGAL"
-  | "PROPERTIES_SIZE_EXCEEDED"
-  | "SERVICE_NOT_AVAILABLE"
-  | "UNKNOWN_ERROR";
+  "PUT_OK" | "FLUSH_DISK_TIMEOUT" | "MESSAGE_ILLEGAL" | "PROPERTIES_SIZE_EXCEEDED" | "SERVICE_NOT_AVAILABLE" | "UNKNOWN_ERROR";
 
 export interface PutMessageRequest {
   topic: string;
@@ -165,6 +160,7 @@ export class MessageStore {
   #corrupt: CorruptRange[] = [];
   #shutdown = false;
   #checkpointing: Promise<void> | null = null;
+  #dispatchError: Error | null = null;
   readonly #memoryHotBytes: number;
   recovery: RecoveryReport | null = null;
 
@@ -217,6 +213,9 @@ export class MessageStore {
     const firstOffset = segments[0]?.fileFromOffset ?? 0;
     // Where dispatch must resume: the checkpoint says what is durable in the ConsumeQueues.
     let dispatchFrom = cpValid ? Math.max(cp.dispatchedOffset, firstOffset) : firstOffset;
+    // Index files dropped at load (unfinished at the crash) must be rebuilt from where they began.
+    const indexRedo = this.#index.rebuildFromOffset;
+    if (indexRedo !== undefined) dispatchFrom = Math.max(firstOffset, Math.min(dispatchFrom, indexRedo));
     const lastEnd = segments.length ? segments.at(-1)!.fileFromOffset + segments.at(-1)!.fileSize : 0;
     if (dispatchFrom > lastEnd) dispatchFrom = firstOffset;
     // A crash can leave damage anywhere in the segment being written: verify it from its start.
@@ -328,13 +327,22 @@ export class MessageStore {
     let total = 0;
     for (const r of reqs) {
       if (r.body.length > this.#o.maxMessageSizeBytes) {
-        return { status: "MESSAGE_ILLEGAL", remark: `message body is ${r.body.length} bytes, over the maximum ${this.#o.maxMessageSizeBytes}`, appended: [] };
+        return {
+          status: "MESSAGE_ILLEGAL",
+          remark: `message body is ${r.body.length} bytes, over the maximum ${this.#o.maxMessageSizeBytes}`,
+          appended: [],
+        };
       }
       const topic = enc.encode(r.topic);
-      if (topic.length > TOPIC_SIZE_MAX_BYTES) return { status: "MESSAGE_ILLEGAL", remark: `topic is longer than ${TOPIC_SIZE_MAX_BYTES} bytes`, appended: [] };
+      if (topic.length > TOPIC_SIZE_MAX_BYTES)
+        return { status: "MESSAGE_ILLEGAL", remark: `topic is longer than ${TOPIC_SIZE_MAX_BYTES} bytes`, appended: [] };
       const properties = enc.encode(r.properties);
       if (properties.length > PROPERTIES_SIZE_MAX_BYTES) {
-        return { status: "PROPERTIES_SIZE_EXCEEDED", remark: `properties are ${properties.length} bytes, over ${PROPERTIES_SIZE_MAX_BYTES}`, appended: [] };
+        return {
+          status: "PROPERTIES_SIZE_EXCEEDED",
+          remark: `properties are ${properties.length} bytes, over ${PROPERTIES_SIZE_MAX_BYTES}`,
+          appended: [],
+        };
       }
       const input: StoreRecordInput = {
         topicName: r.topic,
@@ -354,7 +362,11 @@ export class MessageStore {
       inputs.push(input);
     }
     if (total + 8 > this.#o.segmentBytes) {
-      return { status: "MESSAGE_ILLEGAL", remark: `messages of ${total} bytes do not fit in a ${this.#o.segmentBytes}-byte CommitLog segment`, appended: [] };
+      return {
+        status: "MESSAGE_ILLEGAL",
+        remark: `messages of ${total} bytes do not fit in a ${this.#o.segmentBytes}-byte CommitLog segment`,
+        appended: [],
+      };
     }
     const assign = reqs.map((r) => {
       const t = transactionType(r.sysFlag);
@@ -366,23 +378,30 @@ export class MessageStore {
     } catch (e) {
       return { status: "UNKNOWN_ERROR", remark: e instanceof Error ? e.message : String(e), appended: [] };
     }
-    for (let i = 0; i < reqs.length; i++) {
-      const r = reqs[i]!;
-      const a = appended[i]!;
-      const props = r.tags === undefined || (r.keys === undefined && r.uniqKey === undefined) ? parseProperties(r.properties) : null;
-      const tags = r.tags ?? props?.[MessageConst.TAGS];
-      this.#dispatch(
-        r.topic,
-        r.queueId,
-        a.physicalOffset,
-        a.size,
-        a.queueOffset,
-        a.storeTimestamp,
-        r.sysFlag,
-        this.#tagsCode(r.topic, props, a.storeTimestamp, tags),
-        r.keys ?? props?.[MessageConst.KEYS],
-        r.uniqKey ?? props?.[MessageConst.UNIQ_KEY],
-      );
+    try {
+      for (let i = 0; i < reqs.length; i++) {
+        const r = reqs[i]!;
+        const a = appended[i]!;
+        const props = r.tags === undefined || (r.keys === undefined && r.uniqKey === undefined) ? parseProperties(r.properties) : null;
+        const tags = r.tags ?? props?.[MessageConst.TAGS];
+        this.#dispatch(
+          r.topic,
+          r.queueId,
+          a.physicalOffset,
+          a.size,
+          a.queueOffset,
+          a.storeTimestamp,
+          r.sysFlag,
+          this.#tagsCode(r.topic, props, a.storeTimestamp, tags),
+          r.keys ?? props?.[MessageConst.KEYS],
+          r.uniqKey ?? props?.[MessageConst.UNIQ_KEY],
+        );
+      }
+    } catch (e) {
+      // The records are in the CommitLog but not indexed: a broken invariant. Stop taking writes;
+      // a restart re-dispatches them from the CommitLog.
+      this.#dispatchError = e instanceof Error ? e : new Error(String(e));
+      return { status: "UNKNOWN_ERROR", remark: `dispatch failed, store stopped taking writes: ${this.#dispatchError.message}`, appended: [] };
     }
     const last = appended.at(-1)!;
     this.#reputOffset = last.physicalOffset + last.size;
@@ -397,6 +416,8 @@ export class MessageStore {
     if (this.#shutdown) return "message store has shut down";
     if (this.#o.readOnly) return "message store is read-only (slave)";
     if (this.commitLog.writeError) return `message store is not writable: ${this.commitLog.writeError.message}`;
+    if (this.#dispatchError)
+      return `message store stopped taking writes after a dispatch failure (restart to recover): ${this.#dispatchError.message}`;
     if (this.#diskFull) return `disk usage is above diskCriticalRatio ${this.#o.diskCriticalRatio}: writes refused`;
     return null;
   }
@@ -644,7 +665,11 @@ export class MessageStore {
   /** Topics with at least one ConsumeQueue on disk, with their queue ids. */
   queues(): Map<string, number[]> {
     const out = new Map<string, number[]>();
-    for (const [topic, byId] of this.#queues) out.set(topic, [...byId.keys()].sort((a, b) => a - b));
+    for (const [topic, byId] of this.#queues)
+      out.set(
+        topic,
+        [...byId.keys()].sort((a, b) => a - b),
+      );
     return out;
   }
 
@@ -705,7 +730,10 @@ export class MessageStore {
     const reservedMs = this.#o.fileReservedTimeHours * HOUR_MS;
     const expired = (f: MappedFile) => now - statSync(f.path).mtimeMs > reservedMs;
     // Under disk pressure, delete the oldest even if not expired, a few at a time.
-    const n = this.commitLog.deleteSegments((f) => (timeUp && expired(f)) || (diskPressure && this.diskUsageRatio() > this.#o.diskMaxUsedSpaceRatio), 10);
+    const n = this.commitLog.deleteSegments(
+      (f) => (timeUp && expired(f)) || (diskPressure && this.diskUsageRatio() > this.#o.diskMaxUsedSpaceRatio),
+      10,
+    );
     if (n > 0) {
       const clMin = this.commitLog.minOffset;
       for (const cq of this.#allQueues()) cq.deleteExpiredFiles(clMin);

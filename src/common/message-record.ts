@@ -348,7 +348,8 @@ export function encodeRecord(
   if (storeHost.ip.length === 16) sysFlag |= SysFlag.STOREHOST_V6;
   const crc = input.bodyCrc !== undefined ? input.bodyCrc & 0x7fffffff : bodyCrc(body);
 
-  v.setInt32(pos + OFFSET_TOTAL_SIZE, size);
+  // TOTALSIZE is written last (below): until then the record reads as unwritten space, so a
+  // process killed mid-encode leaves nothing a recovery scan could mistake for a record.
   v.setInt32(pos + OFFSET_MAGIC_CODE, MESSAGE_MAGIC_CODE);
   v.setInt32(pos + OFFSET_BODY_CRC, crc);
   v.setInt32(pos + OFFSET_QUEUE_ID, input.queueId);
@@ -376,6 +377,7 @@ export function encodeRecord(
   p += SIZE_PROPERTIES_LENGTH;
   dst.set(properties, p);
   check(p + properties.length === pos + size, "encodeRecord wrote a different size than recordSize");
+  v.setInt32(pos + OFFSET_TOTAL_SIZE, size);
   return size;
 }
 
@@ -383,8 +385,8 @@ export function encodeRecord(
 export function writeBlankMarker(dst: Uint8Array, pos: number, remaining: number): void {
   check(Number.isInteger(remaining) && remaining >= BLANK_MARKER_SIZE && remaining <= RECORD_SIZE_MAX_BYTES, "blank size out of range");
   check(Number.isInteger(pos) && pos >= 0 && pos + BLANK_MARKER_SIZE <= dst.length, "blank marker does not fit in dst");
-  writeInt32(dst, pos + OFFSET_TOTAL_SIZE, remaining);
   writeInt32(dst, pos + OFFSET_MAGIC_CODE, BLANK_MAGIC_CODE);
+  writeInt32(dst, pos + OFFSET_TOTAL_SIZE, remaining);
 }
 
 function writeHost(dst: Uint8Array, v: DataView, p: number, h: HostAddress): number {
