@@ -114,7 +114,8 @@ export class CommitLog {
   }
 
   removeQueueOffsets(topic: string): void {
-    for (const k of [...this.#queueOffsets.keys()]) if (k.startsWith(`${topic}-`) && /^\d+$/.test(k.slice(topic.length + 1))) this.#queueOffsets.delete(k);
+    for (const k of [...this.#queueOffsets.keys()])
+      if (k.startsWith(`${topic}-`) && /^\d+$/.test(k.slice(topic.length + 1))) this.#queueOffsets.delete(k);
   }
 
   /**
@@ -159,6 +160,30 @@ export class CommitLog {
 
   append(input: StoreRecordInput, assignQueueOffset = true): AppendResult {
     return this.appendBatch([input], assignQueueOffset)[0]!;
+  }
+
+  /**
+   * Replication (slave side): writes bytes copied from the master's CommitLog at the same
+   * offset. `offset` must be this log's end (or anything, for an empty log, which then starts
+   * there); the bytes must not cross a segment end (the master never sends such a chunk).
+   */
+  appendRaw(offset: number, data: Uint8Array): { invalid: string } | null {
+    if (this.#writeError) return { invalid: `commit log is not writable: ${this.#writeError.message}` };
+    const empty = this.#files.files.length === 0;
+    if (!empty && offset !== this.maxOffset)
+      return { invalid: `replicated data at ${offset} does not continue this log (it ends at ${this.maxOffset})` };
+    const segStart = offset - (offset % this.#opts.segmentBytes);
+    if (offset + data.length > segStart + this.#opts.segmentBytes) return { invalid: "replicated chunk crosses a segment end" };
+    const file = this.#files.lastWritable(offset);
+    if (empty) file.wrotePosition = file.flushedPosition = offset - segStart;
+    try {
+      file.buf.set(data, file.wrotePosition);
+      file.wrotePosition += data.length;
+    } catch (e) {
+      this.#writeError = e instanceof Error ? e : new Error(String(e));
+      return { invalid: this.#writeError.message };
+    }
+    return null;
   }
 
   /**

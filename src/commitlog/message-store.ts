@@ -427,6 +427,45 @@ export class MessageStore {
     return tagsHashCode(tags);
   }
 
+  /**
+   * Replication (slave): stores bytes copied from the master's CommitLog at the same offset,
+   * then dispatches every record they complete. Returns a reason when the bytes do not continue
+   * this store's log (the caller reconnects and resumes from maxPhyOffset).
+   */
+  appendReplicated(offset: number, data: Uint8Array): { invalid: string } | null {
+    if (this.#shutdown) return { invalid: "message store has shut down" };
+    const wasEmpty = this.commitLog.segments.length === 0;
+    const bad = this.commitLog.appendRaw(offset, data);
+    if (bad) return bad;
+    if (wasEmpty) this.#reputOffset = offset;
+    this.reput();
+    return null;
+  }
+
+  /** Dispatches records written to the CommitLog but not yet indexed (replicated bytes). */
+  reput(): number {
+    let n = 0;
+    const max = this.commitLog.maxOffset;
+    while (this.#reputOffset < max) {
+      const seg = this.commitLog.segmentFor(this.#reputOffset);
+      if (!seg) break;
+      const pos = this.#reputOffset - seg.fileFromOffset;
+      const r = decodeRecordAt(seg.buf.subarray(0, seg.wrotePosition), pos, { checkCrc: false, readBody: false });
+      if ("totalSize" in r) {
+        this.#dispatchRecord(r, this.#reputOffset);
+        n++;
+        continue;
+      }
+      if ("blank" in r) {
+        this.#reputOffset = seg.fileFromOffset + seg.fileSize;
+        continue;
+      }
+      // An incomplete record (the rest of it is still on its way) or the end of the data.
+      break;
+    }
+    return n;
+  }
+
   /** Dispatch of a record decoded from CommitLog bytes (recovery, replication). */
   #dispatchRecord(rec: DecodedRecord, offset: number): void {
     const props = parseProperties(rec.properties);

@@ -1,0 +1,78 @@
+/**
+ * The slave side of replication at the store level: bytes copied from a master's CommitLog, in
+ * arbitrary chunks (never across a segment end), build an identical log and the same queues.
+ */
+import { afterEach, expect, test } from "bun:test";
+import { rmSync } from "node:fs";
+import { MessageStore } from "./message-store.ts";
+import { message, tempStoreDir, testStoreOptions } from "./test-support.ts";
+
+const dirs: string[] = [];
+const stores: MessageStore[] = [];
+afterEach(async () => {
+  for (const s of stores.splice(0)) await s.shutdown();
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+function open(readOnly = false): MessageStore {
+  const d = tempStoreDir("repl-");
+  dirs.push(d);
+  const s = MessageStore.open(testStoreOptions(d, { readOnly }));
+  stores.push(s);
+  return s;
+}
+
+/** Copies [from, master end) to the slave in chunks of at most `chunk` bytes, per segment. */
+function replicate(master: MessageStore, slave: MessageStore, from: number, chunk: number): void {
+  let off = from;
+  while (off < master.maxPhyOffset) {
+    const seg = master.commitLog.segmentFor(off)!;
+    const end = Math.min(seg.fileFromOffset + seg.wrotePosition, off + chunk);
+    const bytes = master.commitLog.read(off, end - off)!;
+    expect(slave.appendReplicated(off, bytes.slice())).toBeNull();
+    off = end;
+  }
+}
+
+test("chunks of any size rebuild the same CommitLog and ConsumeQueues on the slave", async () => {
+  const master = open();
+  for (let i = 0; i < 300; i++) await master.putMessage(message(`T${i % 3}`, i % 4, `m${i}`.padEnd(300 + (i % 7) * 50, "x"), { KEYS: `k${i}` }));
+  const slave = open(true);
+  replicate(master, slave, 0, 777);
+  expect(slave.maxPhyOffset).toBe(master.maxPhyOffset);
+  expect(slave.dispatchedOffset).toBe(master.maxPhyOffset);
+  for (let t = 0; t < 3; t++) {
+    for (let q = 0; q < 4; q++) {
+      expect(slave.getMaxOffsetInQueue(`T${t}`, q)).toBe(master.getMaxOffsetInQueue(`T${t}`, q));
+      const a = master.getMessage(`T${t}`, q, 0, 32).messages;
+      const b = slave.getMessage(`T${t}`, q, 0, 32).messages;
+      expect(b.map((x) => Buffer.from(x).toString("hex"))).toEqual(a.map((x) => Buffer.from(x).toString("hex")));
+    }
+  }
+  expect(slave.queryMessage("T1", "k7", 32, 0, Date.now() + 1000).messages).toHaveLength(1);
+  // A slave refuses producers' writes.
+  expect((await slave.putMessage(message("T0", 0, "x"))).status).toBe("SERVICE_NOT_AVAILABLE");
+});
+
+test("data that does not continue the slave's log is refused", async () => {
+  const master = open();
+  for (let i = 0; i < 10; i++) await master.putMessage(message("T", 0, `m${i}`));
+  const slave = open(true);
+  replicate(master, slave, 0, 100);
+  const bad = slave.appendReplicated(slave.maxPhyOffset + 5, new Uint8Array(10));
+  expect(bad?.invalid).toContain("does not continue");
+});
+
+test("an empty slave can start at a later segment of the master", async () => {
+  const master = open();
+  for (let i = 0; i < 400; i++) await master.putMessage(message("T", 0, "y".repeat(1000)));
+  const segStart = master.commitLog.segments.at(-1)!.fileFromOffset;
+  expect(segStart).toBeGreaterThan(0);
+  const slave = open(true);
+  replicate(master, slave, segStart, 4096);
+  expect(slave.minPhyOffset).toBe(segStart);
+  expect(slave.maxPhyOffset).toBe(master.maxPhyOffset);
+  const max = master.getMaxOffsetInQueue("T", 0);
+  expect(slave.getMaxOffsetInQueue("T", 0)).toBe(max);
+  expect(slave.getMessage("T", 0, max - 1, 1).status).toBe("FOUND");
+});
