@@ -118,6 +118,8 @@ function startRole(config: Config, portsFile: string | undefined): Running {
         defaultTopicQueueNums: b.defaultTopicQueueNums,
         registerNameServerPeriodMs: b.registerNameServerPeriodMs,
         maxMessageSizeBytes: b.maxMessageSizeBytes,
+        haMasterAddress: b.haMasterAddress,
+        messageDelayLevel: b.messageDelayLevel,
         frameSizeMaxBytes: config.remoting.frameSizeMaxBytes,
         connectionBufferMaxBytes: config.remoting.connectionBufferMaxBytes,
         store: {
@@ -154,6 +156,7 @@ function startRole(config: Config, portsFile: string | undefined): Running {
       stops.push(() => ctl.stop());
       ports.broker = bound.listen;
       ports.vip = bound.vip;
+      ports.ha = bound.ha;
       line.push(`listen=${fmt(b.listen.host, bound.listen)}`);
     }
     const adminAddr = config.role === "namesrv" ? config.namesrv.admin : config.broker.admin;

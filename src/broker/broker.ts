@@ -19,13 +19,19 @@ import {
 import { createRequest, RemotingClient, RemotingServer, REMOTING_CLIENT_DEFAULTS, RequestCode, type RequestProcessor } from "../remoting/index.ts";
 import { ConsumerManager, ProducerManager, type ClientChannel } from "./client-manager.ts";
 import type { BrokerContext, BrokerRole, BrokerSettings } from "./context.ts";
+import { HAClient, HAService, type HAClientStatus, type SlaveStatus } from "../ha/index.ts";
 import { PullRequestHoldService } from "./long-polling.ts";
 import { NamesrvRegistration } from "./namesrv-registration.ts";
+import { SlaveSynchronize } from "./slave-sync.ts";
+import { AdminProcessor } from "./processors/admin.ts";
 import { ClientManageProcessor } from "./processors/client-manage.ts";
 import { ConsumerManageProcessor } from "./processors/consumer-manage.ts";
 import { PullMessageProcessor } from "./processors/pull-message.ts";
+import { QueryMessageProcessor } from "./processors/query-message.ts";
 import { SendMessageProcessor } from "./processors/send-message.ts";
 import { TopicAdminProcessor } from "./processors/topic-admin.ts";
+import { DEFAULT_MESSAGE_DELAY_LEVEL, parseDelayLevels } from "./schedule/delay-levels.ts";
+import { ensureScheduleTopic, ScheduleMessageService } from "./schedule/schedule-message-service.ts";
 
 export interface BrokerOptions {
   host: string;
@@ -41,16 +47,35 @@ export interface BrokerOptions {
   defaultTopicQueueNums: number;
   registerNameServerPeriodMs: number;
   maxMessageSizeBytes: number;
+  /** RocketMQ's messageDelayLevel, e.g. "1s 5s 10s" (default: RocketMQ's 18 levels). */
+  messageDelayLevel?: string;
   frameSizeMaxBytes: number;
   connectionBufferMaxBytes: number;
   /** Store options except those the broker derives (storeHost, readOnly). */
   store: Omit<MessageStoreOptions, "storeHost" | "readOnly" | "maxMessageSizeBytes">;
+  /** Slave: fixed master HA address ("" = learn it from the name server). */
+  haMasterAddress?: string;
+  /** Master: let pulls of cold data be redirected to a slave (RocketMQ's slaveReadEnable). */
+  slaveReadEnable?: boolean;
+  haTransferBatchBytes?: number;
+  /** SYNC_MASTER: how long a send waits for a slave's acknowledgement. */
+  haSlaveTimeoutMs?: number;
+  slaveSyncIntervalMs?: number;
   channelExpiredMs?: number;
   pullHoldMaxMs?: number;
   now?: () => number;
 }
 
+export interface ReplicationInfo {
+  role: BrokerRole;
+  /** Master: connected slaves and how far behind each is. */
+  slaves?: SlaveStatus[];
+  /** Slave: its connection to the master and how far it got. */
+  master?: HAClientStatus & { masterAddr: string | undefined; lagBytes?: number; lastMetadataSyncAt: number };
+}
+
 export interface BrokerInfo {
+  replication(): ReplicationInfo;
   settings(): BrokerSettings;
   topics(): TopicConfig[];
   topic(name: string): TopicConfig | undefined;
@@ -69,8 +94,14 @@ export class BrokerController {
   readonly #client: RemotingClient;
   #ctx: BrokerContext | null = null;
   #registration: NamesrvRegistration | null = null;
+  #schedule: ScheduleMessageService | null = null;
   #timers: ReturnType<typeof setInterval>[] = [];
-  #ports = { listen: 0, vip: 0 };
+  #ports = { listen: 0, vip: 0, ha: 0 };
+  readonly #ha: HAService;
+  #haClient: HAClient | null = null;
+  #slaveSync: SlaveSynchronize | null = null;
+  /** Slave: the master's addresses, as the name server reported them. */
+  #master: { addr?: string; haAddr?: string } = {};
 
   constructor(o: BrokerOptions) {
     this.#o = o;
@@ -80,21 +111,33 @@ export class BrokerController {
     // With an ephemeral listen port the VIP channel gets its own ephemeral port.
     this.#vipServer = new RemotingServer({ ...serverOpts, port: o.port === 0 ? 0 : o.port - 2, log: scope("broker-vip") });
     this.#client = new RemotingClient({ ...REMOTING_CLIENT_DEFAULTS, log: scope("broker-outer") });
+    this.#ha = new HAService({
+      host: o.host,
+      port: o.port === 0 ? 0 : o.port + 1,
+      batchBytes: o.haTransferBatchBytes ?? 256 * 1024,
+      heartbeatMs: 5000,
+      idleTimeoutMs: 20_000,
+      slaveFallbehindMaxBytes: 256 * 1024 * 1024,
+      log: scope("ha"),
+    });
   }
 
-  /** Binds the listen and VIP ports; throws (nothing left bound) if either is taken. */
-  bind(): { listen: number; vip: number } {
+  /** Binds the listen, VIP and HA ports; throws (nothing left bound) if one is taken. */
+  bind(): { listen: number; vip: number; ha: number } {
     const listen = this.#server.start();
+    let vip = 0;
     try {
-      this.#ports = { listen, vip: this.#vipServer.start() };
+      vip = this.#vipServer.start();
+      this.#ports = { listen, vip, ha: this.#ha.start() };
     } catch (e) {
       this.#server.stop();
+      if (vip) this.#vipServer.stop();
       throw e;
     }
     return this.#ports;
   }
 
-  get ports(): { listen: number; vip: number } {
+  get ports(): { listen: number; vip: number; ha: number } {
     return this.#ports;
   }
 
@@ -132,13 +175,18 @@ export class BrokerController {
       regionId: "DefaultRegion",
       traceOn: true,
       pullHoldMaxMs: o.pullHoldMaxMs ?? 20_000,
-      slaveReadEnable: false,
+      slaveReadEnable: o.slaveReadEnable ?? false,
     };
+    // Built before the store opens: recovery dispatch needs its tag codes (due times).
+    const levels = parseDelayLevels(o.messageDelayLevel ?? DEFAULT_MESSAGE_DELAY_LEVEL);
+    if ("invalid" in levels) throw new Error(`broker.messageDelayLevel: ${levels.invalid}`);
+    const schedule = new ScheduleMessageService({ levelDelaysMs: levels, now: this.#now, log: scope("schedule") });
     const store = MessageStore.open({
       ...o.store,
       storeHost: settings.storeHost,
       readOnly: o.brokerRole === "SLAVE",
       maxMessageSizeBytes: o.maxMessageSizeBytes,
+      tagsCodeFor: schedule.tagsCodeFor,
     });
     for (const p of store.recovery?.problems ?? []) this.#log.warn(`store recovery: ${p}`);
     const topics = new TopicConfigManager({ dir, now: this.#now });
@@ -152,6 +200,7 @@ export class BrokerController {
       autoCreateTopicEnable: o.autoCreateTopicEnable,
       defaultTopicQueueNums: o.defaultTopicQueueNums,
     });
+    ensureScheduleTopic(topics);
 
     const hold = new PullRequestHoldService({ holdMaxMs: settings.pullHoldMaxMs, checkIntervalMs: 500, maxHeldPerConnection: 4096, now: this.#now });
     const consumers = new ConsumerManager((group, members) => this.#notifyConsumerIdsChanged(group, members));
@@ -191,11 +240,13 @@ export class BrokerController {
     this.#ctx = ctx;
 
     const processors: [readonly number[], RequestProcessor][] = [
-      [SendMessageProcessor.CODES, new SendMessageProcessor(ctx)],
+      [SendMessageProcessor.CODES, new SendMessageProcessor(ctx, schedule)],
       [PullMessageProcessor.CODES, new PullMessageProcessor(ctx)],
       [ClientManageProcessor.CODES, new ClientManageProcessor(ctx)],
       [ConsumerManageProcessor.CODES, new ConsumerManageProcessor(ctx)],
       [TopicAdminProcessor.CODES, new TopicAdminProcessor(ctx)],
+      [QueryMessageProcessor.CODES, new QueryMessageProcessor(ctx)],
+      [AdminProcessor.CODES, new AdminProcessor(ctx)],
     ];
     for (const [codes, p] of processors) {
       this.#server.registerAll(codes, p);
@@ -212,6 +263,9 @@ export class BrokerController {
       });
     }
     hold.start();
+    this.#startReplication(ctx);
+    this.#schedule = schedule;
+    if (o.brokerRole !== "SLAVE") schedule.start(ctx);
     const expiredMs = o.channelExpiredMs ?? 120_000;
     this.#timers.push(
       setInterval(
@@ -232,13 +286,53 @@ export class BrokerController {
         brokerAddr: this.brokerAddr,
         brokerName: o.brokerName,
         brokerId: o.brokerId,
-        haServerAddr: `${this.#advertisedIp()}:${this.#ports.listen + 1}`,
+        haServerAddr: `${this.#advertisedIp()}:${this.#ports.ha}`,
       },
       topics: () => topics.wrapper(),
       periodMs: o.registerNameServerPeriodMs,
       log: this.#log,
+      onResult: (r) => {
+        if (!r.ok || o.brokerRole !== "SLAVE") return;
+        const changed = r.masterAddr !== this.#master.addr;
+        this.#master = { ...(r.masterAddr ? { addr: r.masterAddr } : {}), ...(r.haServerAddr ? { haAddr: r.haServerAddr } : {}) };
+        if (changed && r.masterAddr) void this.#slaveSync?.syncAll();
+      },
     });
     this.#registration.start();
+  }
+
+  /** Master: stream the CommitLog to slaves (and wait for them in SYNC_MASTER). Slave: follow the master. */
+  #startReplication(ctx: BrokerContext): void {
+    const o = this.#o;
+    this.#ha.attachStore(ctx.store);
+    if (o.brokerRole !== "SLAVE") {
+      ctx.store.onAppend = () => this.#ha.notifyNewData();
+      if (o.brokerRole === "SYNC_MASTER") {
+        const timeout = o.haSlaveTimeoutMs ?? 3000;
+        ctx.store.replicaWait = (offset) => this.#ha.waitForAck(offset, timeout);
+      }
+      return;
+    }
+    this.#haClient = new HAClient({
+      store: ctx.store,
+      masterHaAddr: () => o.haMasterAddress || this.#master.haAddr,
+      reportIntervalMs: 5000,
+      idleTimeoutMs: 20_000,
+      reconnectMs: 1000,
+      log: scope("ha-client"),
+    });
+    this.#haClient.start();
+    const sync = new SlaveSynchronize({
+      client: this.#client,
+      masterAddr: () => this.#master.addr,
+      topics: ctx.topics,
+      consumerOffsets: ctx.consumerOffsets,
+      delayOffsets: ctx.delayOffsets,
+      groups: ctx.groups,
+      log: this.#log,
+    });
+    this.#slaveSync = sync;
+    this.#timers.push(setInterval(() => void sync.syncAll(), o.slaveSyncIntervalMs ?? 10_000));
   }
 
   #persistOffsets(): void {
@@ -268,9 +362,12 @@ export class BrokerController {
     for (const t of this.#timers) clearInterval(t);
     this.#timers = [];
     this.#ctx?.hold.stop();
+    this.#haClient?.stop();
+    this.#ha.stop();
     this.#server.stop();
     this.#vipServer.stop();
     await this.#client.close();
+    await this.#schedule?.stop();
     if (this.#ctx) {
       this.#persistOffsets();
       await this.#ctx.store.shutdown();
@@ -278,6 +375,15 @@ export class BrokerController {
   }
 
   readonly info: BrokerInfo = {
+    replication: () => {
+      const role = this.#o.brokerRole;
+      if (role !== "SLAVE") return { role, slaves: this.#ha.status() };
+      const st = this.#haClient?.status();
+      return {
+        role,
+        ...(st ? { master: { ...st, masterAddr: this.#master.addr, lastMetadataSyncAt: this.#slaveSync?.lastSyncAt ?? 0 } } : {}),
+      };
+    },
     settings: () => this.#need().settings,
     topics: () => this.#need().topics.all(),
     topic: (name) => this.#need().topics.get(name),

@@ -17,6 +17,7 @@ export {
   type GetMessageStatus,
   type TagCodeFilter,
   type RecoveryReport,
+  type ReplicaWait,
 } from "./message-store.ts";
 export type { CorruptRange } from "./recovery.ts";
 export * from "./metadata.ts";

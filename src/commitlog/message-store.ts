@@ -78,7 +78,17 @@ export interface MessageStoreOptions {
 }
 
 export type PutMessageStatus =
-  "PUT_OK" | "FLUSH_DISK_TIMEOUT" | "MESSAGE_ILLEGAL" | "PROPERTIES_SIZE_EXCEEDED" | "SERVICE_NOT_AVAILABLE" | "UNKNOWN_ERROR";
+  | "PUT_OK"
+  | "FLUSH_DISK_TIMEOUT"
+  | "FLUSH_SLAVE_TIMEOUT"
+  | "SLAVE_NOT_AVAILABLE"
+  | "MESSAGE_ILLEGAL"
+  | "PROPERTIES_SIZE_EXCEEDED"
+  | "SERVICE_NOT_AVAILABLE"
+  | "UNKNOWN_ERROR";
+
+/** SYNC_MASTER: waits until a slave holds everything below `offset` (injected by the broker's HA). */
+export type ReplicaWait = (offset: number) => Promise<"OK" | "TIMEOUT" | "NO_SLAVE">;
 
 export interface PutMessageRequest {
   topic: string;
@@ -163,6 +173,10 @@ export class MessageStore {
   #dispatchError: Error | null = null;
   readonly #memoryHotBytes: number;
   recovery: RecoveryReport | null = null;
+  /** Called after every successful append (the HA service streams new bytes to slaves). */
+  onAppend: (() => void) | undefined = undefined;
+  /** SYNC_MASTER: set by the broker so puts wait for a slave's acknowledgement. */
+  replicaWait: ReplicaWait | undefined = undefined;
 
   private constructor(o: MessageStoreOptions) {
     this.#o = o;
@@ -405,10 +419,17 @@ export class MessageStore {
     }
     const last = appended.at(-1)!;
     this.#reputOffset = last.physicalOffset + last.size;
-    if (this.#o.flushDiskType === "SYNC_FLUSH" && reqs.every((r) => r.waitStoreMsgOK !== false)) {
-      const ok = await this.commitLog.waitForFlush(this.#reputOffset, this.#o.syncFlushTimeoutMs);
-      if (!ok) return { status: "FLUSH_DISK_TIMEOUT", appended };
-    }
+    const end = this.#reputOffset;
+    this.onAppend?.();
+    const wait = reqs.every((r) => r.waitStoreMsgOK !== false);
+    if (!wait) return { status: "PUT_OK", appended };
+    // Flush and replication waits run together; as in RocketMQ, a replication failure wins.
+    const flushed = this.#o.flushDiskType === "SYNC_FLUSH" ? this.commitLog.waitForFlush(end, this.#o.syncFlushTimeoutMs) : Promise.resolve(true);
+    const replicated = this.replicaWait ? this.replicaWait(end) : Promise.resolve("OK" as const);
+    const [ok, repl] = await Promise.all([flushed, replicated]);
+    if (repl === "TIMEOUT") return { status: "FLUSH_SLAVE_TIMEOUT", appended };
+    if (repl === "NO_SLAVE") return { status: "SLAVE_NOT_AVAILABLE", appended };
+    if (!ok) return { status: "FLUSH_DISK_TIMEOUT", appended };
     return { status: "PUT_OK", appended };
   }
 

@@ -57,6 +57,8 @@ export interface Config {
     defaultTopicQueueNums: number;
     registerNameServerPeriodMs: number;
     maxMessageSizeBytes: number;
+    /** RocketMQ's delay levels, e.g. "1s 5s 10s"; `parseMessageDelayLevel` reads it. */
+    messageDelayLevel: string;
   };
   store: {
     dir: string;
@@ -124,7 +126,9 @@ export type ValueType =
   | { kind: "hostPortList" }
   | { kind: "path"; allowEmpty: boolean }
   /** Hours of the day as RocketMQ's deleteWhen writes them: "04" or "04;16" (00..23 each). */
-  | { kind: "hoursOfDay" };
+  | { kind: "hoursOfDay" }
+  /** RocketMQ's messageDelayLevel: durations like "1s 5m 2h" separated by spaces. */
+  | { kind: "delayLevels" };
 
 export interface KeyDef {
   readonly key: KeyPath;
@@ -224,6 +228,8 @@ export const KEYS: readonly KeyDef[] = [
     roles: BROKER_ROLES, doc: "how often the broker registers with every name server" },
   { key: "broker.maxMessageSizeBytes", type: int(1), unit: "bytes", roles: BROKER_ROLES,
     doc: "largest message body accepted" },
+  { key: "broker.messageDelayLevel", type: { kind: "delayLevels" }, roles: BROKER_ROLES,
+    doc: "delay of each level 1..18 (message property DELAY), e.g. \"1s 5s 10s\"; units ms, s, m, h, d" },
 
   { key: "store.dir", type: { kind: "path", allowEmpty: false }, roles: ALL,
     doc: "data directory (made absolute at load time, relative to the working directory)" },
@@ -306,6 +312,7 @@ export function defaultConfig(role: Role): Config {
       defaultTopicQueueNums: 8,
       registerNameServerPeriodMs: 30000,
       maxMessageSizeBytes: 4 * MiB,
+      messageDelayLevel: DEFAULT_MESSAGE_DELAY_LEVEL,
     },
     store: {
       dir: "./data",
@@ -530,6 +537,11 @@ function checkText(def: KeyDef, s: string): Checked {
       if ("invalid" in hours) return { ok: false, problem: hours.invalid };
       return { ok: true, value: s };
     }
+    case "delayLevels": {
+      const levels = parseMessageDelayLevel(s);
+      if ("invalid" in levels) return { ok: false, problem: levels.invalid };
+      return { ok: true, value: s };
+    }
     default:
       return { ok: false, problem: `expected ${t.kind}, got ${JSON.stringify(s)}` };
   }
@@ -553,6 +565,31 @@ export function parseDeleteWhen(text: string): number[] | { invalid: string } {
     hours.push(h);
   }
   return hours;
+}
+
+/** RocketMQ's default delay levels (18). */
+export const DEFAULT_MESSAGE_DELAY_LEVEL = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h";
+
+const DELAY_UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/**
+ * Reads RocketMQ's messageDelayLevel: 1..18 durations (a positive integer and a unit: ms, s, m,
+ * h or d; at most 365d each) separated by spaces. Returns the delay of each level in ms. The
+ * broker parses it again with the same rules (src/broker/schedule/delay-levels.ts, which config
+ * may not import); a test there checks that both agree.
+ */
+export function parseMessageDelayLevel(text: string): number[] | { invalid: string } {
+  const form = `expected 1-18 durations like "1s 5s 10s 1m 2h" (units ms, s, m, h, d), got ${JSON.stringify(text)}`;
+  const tokens = text.split(/\s+/).filter((t) => t !== "");
+  if (tokens.length === 0 || tokens.length > 18) return { invalid: `${form} (${tokens.length} levels)` };
+  const out: number[] = [];
+  for (const t of tokens) {
+    const m = /^([0-9]{1,12})(ms|s|m|h|d)$/.exec(t);
+    const ms = m ? Number(m[1]) * (DELAY_UNIT_MS[m[2] ?? ""] ?? 0) : 0;
+    if (ms < 1 || ms > 365 * DELAY_UNIT_MS.d!) return { invalid: `${form} (${JSON.stringify(t)} is not a duration from 1ms to 365d)` };
+    out.push(ms);
+  }
+  return out;
 }
 
 function checkAddrList(items: string[]): Checked {

@@ -10,17 +10,18 @@ import { join, resolve } from "node:path";
 import type { Subprocess } from "bun";
 
 export const ROOT = resolve(import.meta.dir, "../..");
-export const BINARY = join(ROOT, "dist", "rocketbun");
+/** dist/rocketbun, or the binary ROCKETBUN_BINARY names (a private build, so that rebuilds of dist/ by others do not race). */
+export const BINARY = process.env.ROCKETBUN_BINARY ? resolve(process.env.ROCKETBUN_BINARY) : join(ROOT, "dist", "rocketbun");
 
 let built = false;
-/** Builds dist/rocketbun once per test process if it is missing (the test command builds it first). */
+/** Builds BINARY once per test process if it is missing (the test command builds it first). */
 export function ensureBinary(): string {
   if (built || existsSync(BINARY)) {
     built = true;
     return BINARY;
   }
-  const r = Bun.spawnSync([process.execPath, join(ROOT, "scripts/build-binary.ts")], { stdout: "inherit", stderr: "inherit" });
-  if (r.exitCode !== 0) throw new Error("building dist/rocketbun failed");
+  const r = Bun.spawnSync([process.execPath, join(ROOT, "scripts/build-binary.ts"), "--outfile", BINARY], { stdout: "inherit", stderr: "inherit" });
+  if (r.exitCode !== 0) throw new Error(`building ${BINARY} failed`);
   built = true;
   return BINARY;
 }

@@ -14,6 +14,7 @@ export function brokerRoutes(info: BrokerInfo): Hono {
     return c.json({ ...cfg, queues: info.queueOffsets(topic) });
   });
   app.get("/groups", (c) => c.json({ groups: info.consumerGroups() }));
+  app.get("/ha", (c) => c.json(info.replication()));
   app.get("/groups/:group", (c) => {
     const group = c.req.param("group");
     const offsets = info.groupOffsets(group);

@@ -15,7 +15,9 @@ import {
   MessageConst,
   parseProperties,
   PermName,
+  SysFlag,
   tagsHashCode,
+  transactionType,
   tryParseHostAddress,
   validateTopicName,
   type HostAddress,
@@ -187,26 +189,38 @@ export class SendMessageProcessor implements RequestProcessor {
         );
       }
       const props = parseProperties(h.properties);
+      if (isTransactionPrepare(props, h.sysFlag, h.reconsumeTimes)) {
+        // No transaction service here: a half message stored now could never be committed, and a
+        // Java client sends END_TRANSACTION oneway, so it would be lost without anyone noticing.
+        // Java's answer when transactions are off (rejectTransactionMessage).
+        const remark = `the broker[${ctx.settings.brokerName}] sending transaction message is forbidden: transactions are not supported`;
+        return createResponse(cmd, ResponseCode.NO_PERMISSION, remark);
+      }
       const wait = props[MessageConst.WAIT] !== "false";
       let topic = h.topic;
       let qid = queueId;
-      let reconsumeTimes = h.reconsumeTimes;
+      let dlq = false;
       if (topic.startsWith(RETRY_GROUP_TOPIC_PREFIX)) {
-        const redirect = this.#retryRedirect(topic, reconsumeTimes, h.maxReconsumeTimes, cmd.version);
+        const redirect = this.#retryRedirect(topic, h.reconsumeTimes, h.maxReconsumeTimes, cmd.version);
         if ("code" in redirect) return createResponse(cmd, redirect.code, redirect.remark);
         if (redirect.dlq) {
           topic = redirect.dlq;
           qid = 0;
-          reconsumeTimes = h.reconsumeTimes;
+          dlq = true;
+          // Java's setDelayTimeLevel(0): a dead letter is stored at once, never parked.
+          delete props[MessageConst.DELAY];
         }
       }
-      let req = this.#request(h, topic, qid, h.flag, body, withoutWait(props), bornHost, wait, reconsumeTimes);
-      req = this.#schedule?.divert(req, withoutWait(props)) ?? req;
+      let req = this.#request(h, topic, qid, h.flag, body, withoutWait(props), bornHost, wait);
+      if (tc.topicFilterType === "MULTI_TAG") req.sysFlag |= SysFlag.MULTI_TAGS;
+      if (!dlq) req = this.#schedule?.divert(req, withoutWait(props)) ?? req;
       reqs = [req];
     }
     const result = await ctx.store.putMessages(reqs);
     this.#wakePulls(reqs, result);
-    return this.#response(cmd, result, reqs);
+    // Like Java, the answer names the queue the producer addressed (or the one picked for it),
+    // even when the message was parked in SCHEDULE_TOPIC_XXXX or redirected to the DLQ.
+    return this.#response(cmd, result, queueId);
   }
 
   #request(
@@ -250,11 +264,13 @@ export class SendMessageProcessor implements RequestProcessor {
     }
   }
 
-  #response(cmd: RemotingCommand, result: PutMessageResult, reqs: PutMessageRequest[]): RemotingCommand {
+  #response(cmd: RemotingCommand, result: PutMessageResult, queueId: number): RemotingCommand {
     const s = this.#ctx.settings;
     const code = {
       PUT_OK: ResponseCode.SUCCESS,
       FLUSH_DISK_TIMEOUT: ResponseCode.FLUSH_DISK_TIMEOUT,
+      FLUSH_SLAVE_TIMEOUT: ResponseCode.FLUSH_SLAVE_TIMEOUT,
+      SLAVE_NOT_AVAILABLE: ResponseCode.SLAVE_NOT_AVAILABLE,
       MESSAGE_ILLEGAL: ResponseCode.MESSAGE_ILLEGAL,
       PROPERTIES_SIZE_EXCEEDED: ResponseCode.MESSAGE_ILLEGAL,
       SERVICE_NOT_AVAILABLE: ResponseCode.SERVICE_NOT_AVAILABLE,
@@ -264,7 +280,7 @@ export class SendMessageProcessor implements RequestProcessor {
     const first = result.appended[0]!;
     const ext: ExtFields = {
       msgId: result.appended.map((a) => createOffsetMsgId(s.storeHost, a.physicalOffset)).join(","),
-      queueId: String(reqs[0]!.queueId),
+      queueId: String(queueId),
       queueOffset: String(first.queueOffset),
       MSG_REGION: s.regionId,
       TRACE_ON: String(s.traceOn),
@@ -291,8 +307,10 @@ export class SendMessageProcessor implements RequestProcessor {
     const existing = ctx.topics.get(h.topic);
     if (existing) return existing;
     if (h.topic.startsWith(RETRY_GROUP_TOPIC_PREFIX)) {
-      const group = ctx.groups.get(h.topic.slice(RETRY_GROUP_TOPIC_PREFIX.length));
-      if (group) return ctx.createTopicIfAbsent(h.topic, Math.max(1, group.retryQueueNums), PermName.READ | PermName.WRITE);
+      // Java's createTopicInSendMessageBackMethod: a retry topic is created on demand (1 queue
+      // unless the group asks for more), whatever autoCreateTopicEnable says.
+      const group = ctx.groups.findOrCreate(h.topic.slice(RETRY_GROUP_TOPIC_PREFIX.length), ctx.settings.autoCreateSubscriptionGroup);
+      return ctx.createTopicIfAbsent(h.topic, Math.max(1, group?.retryQueueNums ?? 1), PermName.READ | PermName.WRITE);
     }
     if (ctx.settings.autoCreateTopicEnable) {
       const def = ctx.topics.get(h.defaultTopic);
@@ -310,7 +328,7 @@ export class SendMessageProcessor implements RequestProcessor {
   /** A message sent to %RETRY%<group> past its max reconsume times goes to %DLQ%<group>. */
   #retryRedirect(topic: string, reconsumeTimes: number, maxFromHeader: number | undefined, version: number): { dlq?: string } | Refusal {
     const groupName = topic.slice(RETRY_GROUP_TOPIC_PREFIX.length);
-    const group = this.#ctx.groups.get(groupName);
+    const group = this.#ctx.groups.findOrCreate(groupName, this.#ctx.settings.autoCreateSubscriptionGroup);
     if (!group) return { code: ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, remark: `subscription group not exist, ${groupName}` };
     const max = version >= V3_4_9 && maxFromHeader !== undefined ? maxFromHeader : group.retryMaxTimes;
     if (reconsumeTimes >= max) {
@@ -336,6 +354,7 @@ export class SendMessageProcessor implements RequestProcessor {
     if (group.retryQueueNums <= 0) return createResponse(cmd, ResponseCode.SUCCESS);
     const retry = retryTopic(groupName);
     const rtc = ctx.createTopicIfAbsent(retry, group.retryQueueNums, PermName.READ | PermName.WRITE);
+    if (!isWriteable(rtc.perm)) return createResponse(cmd, ResponseCode.NO_PERMISSION, `the topic[${retry}] sending message is forbidden`);
     const orig = ctx.store.lookMessageByOffset(offset);
     if (!orig) return createResponse(cmd, ResponseCode.SYSTEM_ERROR, `look message by offset failed, ${offset}`);
     const props = parseProperties(orig.properties);
@@ -352,7 +371,9 @@ export class SendMessageProcessor implements RequestProcessor {
     } else if (level === 0) {
       level = 3 + orig.reconsumeTimes;
     }
-    props[MessageConst.ORIGIN_MESSAGE_ID] ??= optString(ext, "originMsgId") ?? createOffsetMsgId(orig.storeHost, orig.physicalOffset);
+    // The id of the first delivery: kept from an earlier retry, else the original's offset id
+    // (Java ignores the header's originMsgId here; a Java client puts its UNIQ_KEY there).
+    props[MessageConst.ORIGIN_MESSAGE_ID] ??= createOffsetMsgId(orig.storeHost, orig.physicalOffset);
     props[MessageConst.WAIT] = "false";
     if (level > 0) props[MessageConst.DELAY] = String(level);
     else delete props[MessageConst.DELAY];
@@ -379,6 +400,17 @@ export class SendMessageProcessor implements RequestProcessor {
     if (result.status === "PUT_OK") return createResponse(cmd, ResponseCode.SUCCESS);
     return createResponse(cmd, ResponseCode.SYSTEM_ERROR, result.remark ?? result.status);
   }
+}
+
+/**
+ * TRAN_MSG=true (Java's Boolean.parseBoolean) or a prepared/rollback sysFlag: a transactional half
+ * message. As in Java, a consumer's delayed re-send (reconsumeTimes > 0 with a DELAY) is not one.
+ */
+function isTransactionPrepare(props: Record<string, string>, sysFlag: number, reconsumeTimes: number): boolean {
+  if (reconsumeTimes > 0 && Number(props[MessageConst.DELAY] ?? 0) > 0) return false;
+  const t = transactionType(sysFlag);
+  if (t === SysFlag.TRANSACTION_PREPARED_TYPE || t === SysFlag.TRANSACTION_ROLLBACK_TYPE) return true;
+  return props[MessageConst.TRAN_MSG]?.toLowerCase() === "true";
 }
 
 /** WAIT only steers this send; the Java broker drops it from the stored property string. */

@@ -1,0 +1,201 @@
+/**
+ * AdminProcessor: the admin-tool and slave-sync requests of wire reference §3.11 and §3.15
+ * (Java `AdminBrokerProcessor`):
+ *
+ *   GET_BROKER_RUNTIME_INFO (28)               → {"table":{...}} (see admin-bodies.ts)
+ *   GET_CONSUMER_CONNECTION_LIST (203)          consumerGroup → ConsumerConnection | CONSUMER_NOT_ONLINE
+ *   GET_PRODUCER_CONNECTION_LIST (204)          producerGroup → ProducerConnection | SYSTEM_ERROR
+ *   GET_ALL_CONSUMER_OFFSET (43), GET_ALL_DELAY_OFFSET (45), GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201)
+ *   UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200)   body = one SubscriptionGroupConfig
+ *   DELETE_SUBSCRIPTIONGROUP (207)              groupName, removeOffset
+ *   LOCK_BATCH_MQ (41) / UNLOCK_BATCH_MQ (42)   body {consumerGroup, clientId, mqSet}
+ *   GET_TOPIC_STATS_INFO (202)                  topic → TopicStatsTable | TOPIC_NOT_EXIST
+ *   GET_CONSUME_STATS (208)                     consumerGroup [, topic] → ConsumeStats
+ *
+ * A slave refuses the two subscription-group writes: its groups follow its master.
+ */
+import { jsonBytes, parseJsonBytes } from "../../common/json.ts";
+import { subscriptionGroupFromJson } from "../../commitlog/index.ts";
+import {
+  createResponse,
+  optBool,
+  optString,
+  reqString,
+  RequestCode,
+  ResponseCode,
+  type RemotingCommand,
+  type RemotingConnection,
+  type RequestProcessor,
+} from "../../remoting/index.ts";
+import {
+  consumeStats,
+  consumeStatsBody,
+  consumerConnectionBody,
+  mqJson,
+  producerConnectionBody,
+  runtimeInfo,
+  topicStats,
+  topicStatsBody,
+} from "../admin-bodies.ts";
+import type { BrokerContext } from "../context.ts";
+import { RebalanceLockManager, type MessageQueue } from "../rebalance-lock.ts";
+import { BrokerStats } from "../stats.ts";
+
+const SLAVE_REFUSAL = "Can't modify topic or subscription group from slave broker, please execute it from master broker.";
+
+const encoder = new TextEncoder();
+
+export interface LockBatchBody {
+  consumerGroup: string;
+  clientId: string;
+  mqSet: MessageQueue[];
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/** Validates a LockBatchRequestBody / UnlockBatchRequestBody into a typed value or a reason. */
+export function decodeLockBatchBody(body: Uint8Array | undefined): LockBatchBody | { invalid: string } {
+  if (!body || body.length === 0) return { invalid: "the request has no body" };
+  let raw: unknown;
+  try {
+    raw = parseJsonBytes(body);
+  } catch (e) {
+    return { invalid: `the body is not JSON: ${e instanceof Error ? e.message : String(e)}` };
+  }
+  if (!isRecord(raw)) return { invalid: "the body is not a JSON object" };
+  const { consumerGroup, clientId } = raw;
+  if (typeof consumerGroup !== "string" || consumerGroup === "") return { invalid: "consumerGroup is missing" };
+  if (typeof clientId !== "string" || clientId === "") return { invalid: "clientId is missing" };
+  const list = raw.mqSet ?? [];
+  if (!Array.isArray(list)) return { invalid: "mqSet is not an array" };
+  const mqSet: MessageQueue[] = [];
+  for (const [i, m] of list.entries()) {
+    if (!isRecord(m) || typeof m.topic !== "string" || typeof m.brokerName !== "string") {
+      return { invalid: `mqSet[${i}] needs a topic and a brokerName` };
+    }
+    const queueId = typeof m.queueId === "string" && /^\d+$/.test(m.queueId) ? Number(m.queueId) : m.queueId;
+    if (typeof queueId !== "number" || !Number.isInteger(queueId) || queueId < 0) return { invalid: `mqSet[${i}].queueId is not a queue id` };
+    mqSet.push({ topic: m.topic, brokerName: m.brokerName, queueId });
+  }
+  return { consumerGroup, clientId, mqSet };
+}
+
+export class AdminProcessor implements RequestProcessor {
+  readonly #ctx: BrokerContext;
+  readonly #stats: BrokerStats;
+  readonly #locks: RebalanceLockManager;
+
+  /**
+   * `stats` is the broker's BrokerStats, fed by the send and pull paths; `locks` the rebalance
+   * lock table (one per broker; only this processor uses it).
+   */
+  constructor(ctx: BrokerContext, stats?: BrokerStats, locks?: RebalanceLockManager) {
+    this.#ctx = ctx;
+    this.#stats = stats ?? new BrokerStats({ now: ctx.now });
+    this.#locks = locks ?? new RebalanceLockManager({ now: ctx.now });
+  }
+
+  static readonly CODES = [
+    RequestCode.GET_BROKER_RUNTIME_INFO,
+    RequestCode.GET_CONSUMER_CONNECTION_LIST,
+    RequestCode.GET_PRODUCER_CONNECTION_LIST,
+    RequestCode.GET_ALL_CONSUMER_OFFSET,
+    RequestCode.GET_ALL_DELAY_OFFSET,
+    RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG,
+    RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
+    RequestCode.DELETE_SUBSCRIPTIONGROUP,
+    RequestCode.LOCK_BATCH_MQ,
+    RequestCode.UNLOCK_BATCH_MQ,
+    RequestCode.GET_TOPIC_STATS_INFO,
+    RequestCode.GET_CONSUME_STATS,
+  ];
+
+  process(conn: RemotingConnection, cmd: RemotingCommand): RemotingCommand {
+    const ctx = this.#ctx;
+    const ext = cmd.extFields;
+    const ok = (body?: Uint8Array) => createResponse(cmd, ResponseCode.SUCCESS, undefined, undefined, body);
+    switch (cmd.code) {
+      case RequestCode.GET_BROKER_RUNTIME_INFO:
+        return ok(jsonBytes({ table: runtimeInfo(ctx, this.#stats) }));
+      case RequestCode.GET_CONSUMER_CONNECTION_LIST: {
+        const group = reqString(ext, "consumerGroup");
+        const g = ctx.consumers.group(group);
+        if (!g || g.channels.size === 0) return createResponse(cmd, ResponseCode.CONSUMER_NOT_ONLINE, `the consumer group[${group}] not online`);
+        return ok(jsonBytes(consumerConnectionBody(g)));
+      }
+      case RequestCode.GET_PRODUCER_CONNECTION_LIST: {
+        const group = reqString(ext, "producerGroup");
+        const channels = ctx.producers.channels(group);
+        if (channels.length === 0) return createResponse(cmd, ResponseCode.SYSTEM_ERROR, `the producer group[${group}] not exist`);
+        return ok(jsonBytes(producerConnectionBody(channels)));
+      }
+      case RequestCode.GET_ALL_CONSUMER_OFFSET:
+        return ok(jsonBytes(ctx.consumerOffsets.table()));
+      case RequestCode.GET_ALL_DELAY_OFFSET:
+        return ok(jsonBytes(ctx.delayOffsets.table()));
+      case RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG:
+        return ok(jsonBytes(ctx.groups.wrapper()));
+      case RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP:
+        return this.#updateGroup(conn, cmd);
+      case RequestCode.DELETE_SUBSCRIPTIONGROUP:
+        return this.#deleteGroup(conn, cmd);
+      case RequestCode.LOCK_BATCH_MQ:
+      case RequestCode.UNLOCK_BATCH_MQ:
+        return this.#lockBatch(cmd);
+      case RequestCode.GET_TOPIC_STATS_INFO: {
+        const topic = reqString(ext, "topic");
+        const tc = ctx.topics.get(topic);
+        if (!tc) return createResponse(cmd, ResponseCode.TOPIC_NOT_EXIST, `topic[${topic}] not exist`);
+        return ok(encoder.encode(topicStatsBody(topicStats(ctx, tc))));
+      }
+      default: {
+        const group = reqString(ext, "consumerGroup");
+        // consumeTps needs per-group pull counters, which the broker does not keep (yet): 0.
+        return ok(encoder.encode(consumeStatsBody(consumeStats(ctx, group, optString(ext, "topic")), 0)));
+      }
+    }
+  }
+
+  #updateGroup(conn: RemotingConnection, cmd: RemotingCommand): RemotingCommand {
+    const ctx = this.#ctx;
+    if (ctx.settings.brokerRole === "SLAVE") return createResponse(cmd, ResponseCode.SYSTEM_ERROR, SLAVE_REFUSAL);
+    if (!cmd.body || cmd.body.length === 0) return createResponse(cmd, ResponseCode.SYSTEM_ERROR, "the request has no SubscriptionGroupConfig body");
+    let raw: unknown;
+    try {
+      raw = parseJsonBytes(cmd.body);
+    } catch (e) {
+      return createResponse(cmd, ResponseCode.SYSTEM_ERROR, `the body is not JSON: ${e instanceof Error ? e.message : String(e)}`);
+    }
+    const cfg = subscriptionGroupFromJson(raw);
+    if ("invalid" in cfg) return createResponse(cmd, ResponseCode.SYSTEM_ERROR, `bad SubscriptionGroupConfig: ${cfg.invalid}`);
+    const problem = ctx.groups.upsert(cfg);
+    if (problem) return createResponse(cmd, ResponseCode.SYSTEM_ERROR, problem);
+    ctx.log.info(`subscription group ${cfg.groupName} updated by ${conn.remoteAddress}`);
+    return createResponse(cmd, ResponseCode.SUCCESS);
+  }
+
+  #deleteGroup(conn: RemotingConnection, cmd: RemotingCommand): RemotingCommand {
+    const ctx = this.#ctx;
+    if (ctx.settings.brokerRole === "SLAVE") return createResponse(cmd, ResponseCode.SYSTEM_ERROR, SLAVE_REFUSAL);
+    const group = reqString(cmd.extFields, "groupName");
+    const removeOffset = optBool(cmd.extFields, "removeOffset") ?? false;
+    const existed = ctx.groups.delete(group);
+    const offsets = removeOffset ? ctx.consumerOffsets.removeGroup(group) : 0;
+    ctx.log.info(`subscription group ${group} deleted by ${conn.remoteAddress} (existed: ${existed}, offsets removed: ${offsets})`);
+    return createResponse(cmd, ResponseCode.SUCCESS);
+  }
+
+  #lockBatch(cmd: RemotingCommand): RemotingCommand {
+    const b = decodeLockBatchBody(cmd.body);
+    if ("invalid" in b) return createResponse(cmd, ResponseCode.SYSTEM_ERROR, b.invalid);
+    if (cmd.code === RequestCode.UNLOCK_BATCH_MQ) {
+      this.#locks.unlockBatch(b.consumerGroup, b.mqSet, b.clientId);
+      return createResponse(cmd, ResponseCode.SUCCESS);
+    }
+    const held = this.#locks.tryLockBatch(b.consumerGroup, b.mqSet, b.clientId);
+    const body = { lockOKMQSet: held.map((mq) => mqJson(mq.topic, mq.brokerName, mq.queueId)) };
+    return createResponse(cmd, ResponseCode.SUCCESS, undefined, undefined, jsonBytes(body));
+  }
+}

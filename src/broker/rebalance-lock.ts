@@ -1,0 +1,115 @@
+/**
+ * RebalanceLockManager: which client of a consumer group holds each message queue, for orderly
+ * consumers (LOCK_BATCH_MQ / UNLOCK_BATCH_MQ, wire reference §3.11; Java
+ * `broker/client/rebalance/RebalanceLockManager.java`).
+ *
+ *   group → MessageQueue → { clientId, lastUpdate }
+ *
+ * Rules (as Java):
+ *   - a queue is held by at most one client; a lock request by the holder renews it;
+ *   - a lock not renewed for more than `lockMaxLiveMs` (60 s) has expired: the next client to
+ *     ask gets it;
+ *   - unlock releases only the caller's own locks.
+ *
+ * Bounded memory, unlike Java (which keeps expired entries forever): expired entries are dropped
+ * from a group whenever that group is locked, and from every group at most once per
+ * `lockMaxLiveMs`; a group with no entries is dropped.
+ */
+
+/** Java `rocketmq.broker.rebalance.lockMaxLiveTime`. */
+export const REBALANCE_LOCK_MAX_LIVE_MS = 60_000;
+
+export interface MessageQueue {
+  topic: string;
+  brokerName: string;
+  queueId: number;
+}
+
+interface LockEntry {
+  clientId: string;
+  lastUpdate: number;
+}
+
+/** One string per distinct (topic, brokerName, queueId); JSON keeps it unambiguous. */
+function mqKey(mq: MessageQueue): string {
+  return JSON.stringify([mq.topic, mq.brokerName, mq.queueId]);
+}
+
+export class RebalanceLockManager {
+  readonly #now: () => number;
+  readonly #maxLiveMs: number;
+  readonly #groups = new Map<string, Map<string, LockEntry>>();
+  #lastSweep: number;
+
+  constructor(opts: { now?: () => number; lockMaxLiveMs?: number } = {}) {
+    this.#now = opts.now ?? Date.now;
+    this.#maxLiveMs = opts.lockMaxLiveMs ?? REBALANCE_LOCK_MAX_LIVE_MS;
+    this.#lastSweep = this.#now();
+  }
+
+  #expired(e: LockEntry, now: number): boolean {
+    return now - e.lastUpdate > this.#maxLiveMs;
+  }
+
+  /**
+   * Locks (or renews) each queue for `clientId` unless another client holds an unexpired lock.
+   * Returns the queues this client holds afterwards, in request order, without duplicates.
+   */
+  tryLockBatch(group: string, mqs: readonly MessageQueue[], clientId: string): MessageQueue[] {
+    const now = this.#now();
+    this.#sweep(now);
+    let table = this.#groups.get(group);
+    if (!table) {
+      table = new Map();
+      this.#groups.set(group, table);
+    }
+    for (const [k, e] of table) if (this.#expired(e, now)) table.delete(k);
+    const held: MessageQueue[] = [];
+    const seen = new Set<string>();
+    for (const mq of mqs) {
+      const key = mqKey(mq);
+      if (seen.has(key)) continue;
+      seen.add(key);
+      const e = table.get(key);
+      if (e === undefined || e.clientId === clientId) {
+        table.set(key, { clientId, lastUpdate: now });
+        held.push(mq);
+      }
+    }
+    if (table.size === 0) this.#groups.delete(group);
+    return held;
+  }
+
+  /** Releases the queues `clientId` holds among `mqs`; other clients' locks stay. */
+  unlockBatch(group: string, mqs: readonly MessageQueue[], clientId: string): void {
+    const table = this.#groups.get(group);
+    if (!table) return;
+    for (const mq of mqs) {
+      const key = mqKey(mq);
+      if (table.get(key)?.clientId === clientId) table.delete(key);
+    }
+    if (table.size === 0) this.#groups.delete(group);
+  }
+
+  /** The client holding an unexpired lock on `mq`, if any. */
+  holder(group: string, mq: MessageQueue): string | undefined {
+    const e = this.#groups.get(group)?.get(mqKey(mq));
+    return e && !this.#expired(e, this.#now()) ? e.clientId : undefined;
+  }
+
+  /** Number of lock entries kept (expired ones included until swept). */
+  get size(): number {
+    let n = 0;
+    for (const t of this.#groups.values()) n += t.size;
+    return n;
+  }
+
+  #sweep(now: number): void {
+    if (now - this.#lastSweep < this.#maxLiveMs) return;
+    this.#lastSweep = now;
+    for (const [group, table] of this.#groups) {
+      for (const [k, e] of table) if (this.#expired(e, now)) table.delete(k);
+      if (table.size === 0) this.#groups.delete(group);
+    }
+  }
+}

@@ -1,0 +1,469 @@
+/**
+ * ScheduleMessageService: delayed and timed delivery through SCHEDULE_TOPIC_XXXX (wire reference
+ * §5.6, §5.3, §4.4). RocketMQ 4.x delay levels, plus arbitrary delivery times (ali-ons'
+ * `__STARTDELIVERTIME`, 5.x's `TIMER_DELIVER_MS` / `TIMER_DELAY_SEC`), which the Apache 4.9
+ * broker ignores.
+ *
+ * Put side (`divert`, called by SendMessageProcessor for sends and send-backs). Only NOT_TYPE and
+ * COMMIT_TYPE messages are diverted; the first rule that applies wins:
+ *
+ *   property on the message                  parked in SCHEDULE_TOPIC_XXXX queue  due time (tag code)
+ *   ---------------------------------------  -----------------------------------  -------------------------
+ *   DELAY = n > 0 (clamped to the max level)  n − 1                                store time + delay(n)
+ *   TIMER_DELIVER_MS = t (absolute ms)        18 (timer queue)                     t
+ *   TIMER_DELAY_SEC = s (relative)            18                                   put time + s × 1000
+ *   __STARTDELIVERTIME = t (absolute ms)      18                                   t
+ *
+ * A timer time that is not in the future, or does not parse as an integer, leaves the message
+ * alone (delivered at once). Only the first timer property present is looked at.
+ *
+ * The parked record carries REAL_TOPIC / REAL_QID (where it goes when due) and either DELAY
+ * (rewritten to the clamped level) or TIMER_OUT_MS (the absolute due time, as RocketMQ 5.x names
+ * it). Its ConsumeQueue tag code is the due time (`tagsCodeFor`, also used by recovery and
+ * replication dispatch, which re-read the properties from the CommitLog).
+ *
+ * Delivery side (masters only; a slave stores what replication brings and never delivers). Every
+ * `checkIntervalMs` (≤ 100 ms) each queue is looked at:
+ *
+ *   - Level queue n: every message waits the same time, so the queue is FIFO in due time. From
+ *     the level's offset in delayOffset.json, messages that are due are re-put and the offset
+ *     advanced; the first one not yet due ends the pass.
+ *   - Timer queue (18): due times are arbitrary. Units from the progress offset on are loaded
+ *     into an in-memory min-heap of (due, cqOffset, phyOffset) (at most `timerHeapMaxEntries`;
+ *     beyond that loading pauses until deliveries make room, so later messages can be late, never
+ *     lost). Due entries are popped and re-put, so lateness is at most one check interval. The
+ *     progress persisted under key TIMER_OFFSET_KEY (19) of delayOffset.json is the smallest
+ *     queue offset not yet delivered.
+ *
+ * Re-put: the parked record's body, flag, sysFlag, born time and host, reconsume times and tags /
+ * keys, under REAL_TOPIC / REAL_QID, without DELAY, REAL_TOPIC, REAL_QID, TIMER_OUT_MS (the 4.9
+ * broker keeps them; consumers do not need them) and WAIT, not waiting for a flush (WAIT=false). Pulls
+ * parked on the real queue are woken. A record that can never be stored (no REAL_TOPIC, too
+ * large) is skipped with an error; a store that refuses writes is retried on the next pass.
+ *
+ * Restart and delivery guarantees (at least once). Offsets are persisted every 5 s by the broker
+ * and at stop, after the re-put. Everything below a persisted offset was delivered; everything at
+ * or above it is delivered (again) after a restart, on time as its due time says:
+ *   - a crash loses up to 5 s of offset progress: those messages are delivered a second time;
+ *   - for the timer queue even a clean stop persists only the smallest undelivered offset, so a
+ *     message above it that was already delivered (its due time came before that of an earlier
+ *     message still waiting) is delivered again after the restart.
+ * Consumers must tolerate duplicates, as with every RocketMQ delivery.
+ */
+import type { Logger } from "../../common/log.ts";
+import {
+  decodeRecordAt,
+  encodeProperties,
+  MessageConst,
+  parseProperties,
+  SCHEDULE_TOPIC,
+  SysFlag,
+  tagsHashCode,
+  TRANS_HALF_TOPIC,
+  transactionType,
+  type DecodedRecord,
+  type DelayOffsetManager,
+  type GetMessageStatus,
+  type MessageStore,
+  type PutMessageRequest,
+  type TopicConfig,
+  type TopicConfigManager,
+} from "../../commitlog/index.ts";
+import type { BrokerRole } from "../context.ts";
+import type { ScheduleHook } from "../processors/send-message.ts";
+import { DELAY_LEVELS_MAX, parseDelayLevelProperty } from "./delay-levels.ts";
+import { TimerHeap, type TimerEntry } from "./timer-heap.ts";
+
+/** Queue of SCHEDULE_TOPIC_XXXX holding messages with an arbitrary delivery time. */
+export const TIMER_QUEUE_ID = DELAY_LEVELS_MAX;
+/** SCHEDULE_TOPIC_XXXX queues: one per possible level, plus the timer queue. */
+export const SCHEDULE_TOPIC_QUEUE_NUMS = TIMER_QUEUE_ID + 1;
+/** delayOffset.json key of the timer queue's progress (levels use 1..18). */
+export const TIMER_OFFSET_KEY = TIMER_QUEUE_ID + 1;
+/** Absolute due time of a message parked in the timer queue (RocketMQ 5.x's name). */
+export const TIMER_OUT_MS = "TIMER_OUT_MS";
+
+export const CHECK_INTERVAL_MS_DEFAULT = 100;
+export const TIMER_HEAP_MAX_ENTRIES_DEFAULT = 1_000_000;
+/** Messages one queue delivers per pass before the others get their turn. */
+const DELIVER_BATCH_MAX = 256;
+/** Units read from a ConsumeQueue per store call. */
+const READ_BATCH = 32;
+
+export interface ScheduleOptions {
+  /** Delay of each level in ms, level 1 first (from parseDelayLevels): 1..18 entries. */
+  levelDelaysMs: readonly number[];
+  now?: () => number;
+  /** Pause between passes when nothing is due; ≤ 100 ms. 0 = no background loop (call runOnce). */
+  checkIntervalMs?: number;
+  /** Timer-queue messages held in memory at most. */
+  timerHeapMaxEntries?: number;
+  log: Logger;
+}
+
+/** What delivery needs from the broker; BrokerContext has it all. */
+export interface ScheduleContext {
+  settings: { brokerRole: BrokerRole };
+  store: MessageStore;
+  delayOffsets: DelayOffsetManager;
+  hold: { notifyMessageArriving(topic: string, queueId: number, queueOffset: number, tagsCode: number): void };
+}
+
+type Outcome = "delivered" | "skipped" | "retry";
+
+export class ScheduleMessageService implements ScheduleHook {
+  readonly #delays: readonly number[];
+  readonly #now: () => number;
+  readonly #intervalMs: number;
+  readonly #heapMax: number;
+  readonly #log: Logger;
+  #ctx: ScheduleContext | null = null;
+  #timers: TimerHeap | null = null;
+  #loop: ReturnType<typeof setTimeout> | null = null;
+  #running: Promise<unknown> = Promise.resolve();
+  #stopped = true;
+
+  constructor(o: ScheduleOptions) {
+    const n = o.levelDelaysMs.length;
+    if (n < 1 || n > DELAY_LEVELS_MAX || !o.levelDelaysMs.every((d) => Number.isSafeInteger(d) && d > 0)) {
+      throw new Error(`schedule: levelDelaysMs must be 1..${DELAY_LEVELS_MAX} positive integers (use parseDelayLevels), got ${o.levelDelaysMs}`);
+    }
+    const interval = o.checkIntervalMs ?? CHECK_INTERVAL_MS_DEFAULT;
+    if (!Number.isInteger(interval) || interval < 0 || interval > CHECK_INTERVAL_MS_DEFAULT) {
+      throw new Error(`schedule: checkIntervalMs must be 0..${CHECK_INTERVAL_MS_DEFAULT}, got ${interval}`);
+    }
+    this.#delays = [...o.levelDelaysMs];
+    this.#now = o.now ?? Date.now;
+    this.#intervalMs = interval;
+    this.#heapMax = o.timerHeapMaxEntries ?? TIMER_HEAP_MAX_ENTRIES_DEFAULT;
+    this.#log = o.log;
+  }
+
+  get maxLevel(): number {
+    return this.#delays.length;
+  }
+
+  /** Timer-queue messages waiting in memory (0 before start and on a slave). */
+  get pendingTimers(): number {
+    return this.#timers?.size ?? 0;
+  }
+
+  // ------------------------------------------------------------------------------- put side
+
+  divert(req: PutMessageRequest, props: Record<string, string>): PutMessageRequest | null {
+    const t = transactionType(req.sysFlag);
+    if (t !== SysFlag.TRANSACTION_NOT_TYPE && t !== SysFlag.TRANSACTION_COMMIT_TYPE) return null;
+    if (req.topic === SCHEDULE_TOPIC) return null;
+    const level = parseDelayLevelProperty(props[MessageConst.DELAY]);
+    if (level > 0) {
+      const clamped = Math.min(level, this.maxLevel);
+      return park(req, clamped - 1, MessageConst.DELAY, String(clamped), TIMER_OUT_MS);
+    }
+    const due = this.#timerDue(props);
+    if (due === null || due <= this.#now()) return null;
+    return park(req, TIMER_QUEUE_ID, TIMER_OUT_MS, String(due), MessageConst.DELAY);
+  }
+
+  /** Absolute due time from the first timer property present, or null (absent or unparsable). */
+  #timerDue(props: Record<string, string>): number | null {
+    const abs = props[MessageConst.TIMER_DELIVER_MS];
+    if (abs !== undefined) return parseMs(abs);
+    const rel = props[MessageConst.TIMER_DELAY_SEC];
+    if (rel !== undefined) {
+      const s = parseMs(rel);
+      return s === null || !Number.isSafeInteger(s * 1000) ? null : this.#now() + s * 1000;
+    }
+    const start = props[MessageConst.START_DELIVER_TIME];
+    return start === undefined ? null : parseMs(start);
+  }
+
+  /**
+   * ConsumeQueue tag code (MessageStoreOptions.tagsCodeFor): the due time for SCHEDULE_TOPIC_XXXX
+   * units (store time when it cannot be told: due at once), the tag hash for every other topic.
+   */
+  readonly tagsCodeFor = (topic: string, props: Record<string, string> | null, storeTimestamp: number, tags: string | undefined): number => {
+    if (topic !== SCHEDULE_TOPIC) return tagsHashCode(tags);
+    if (props === null) return storeTimestamp;
+    const out = props[TIMER_OUT_MS];
+    if (out !== undefined) return parseMs(out) ?? storeTimestamp;
+    const level = parseDelayLevelProperty(props[MessageConst.DELAY]);
+    return level > 0 ? storeTimestamp + this.#delayOf(level) : storeTimestamp;
+  };
+
+  #delayOf(level: number): number {
+    return this.#delays[Math.min(level, this.maxLevel) - 1]!;
+  }
+
+  // ------------------------------------------------------------------------------- delivery
+
+  /** Starts delivering (not on a slave). `ctx` is the broker's context. */
+  start(ctx: ScheduleContext): void {
+    if (!this.#stopped) return;
+    if (ctx.settings.brokerRole === "SLAVE") {
+      this.#log.info("slave: delayed messages are stored as replicated, the master delivers them");
+      return;
+    }
+    this.#ctx = ctx;
+    this.#timers = new TimerHeap(ctx.delayOffsets.get(TIMER_OFFSET_KEY));
+    this.#stopped = false;
+    if (this.#intervalMs > 0) this.#schedule(this.#intervalMs);
+  }
+
+  /** Stops the loop, waits for a pass in progress, and persists the offsets. */
+  async stop(): Promise<void> {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    if (this.#loop) clearTimeout(this.#loop);
+    this.#loop = null;
+    await this.#running;
+    try {
+      this.#ctx?.delayOffsets.persistIfDirty();
+    } catch (e) {
+      this.#log.error(`persisting delay offsets failed: ${errorText(e)}`);
+    }
+  }
+
+  /** One pass over every queue (the loop calls it; tests with a fake clock call it directly). */
+  runOnce(): Promise<{ delivered: number; more: boolean }> {
+    const run = this.#running.then(() => this.#pass());
+    this.#running = run.catch(() => undefined);
+    return run;
+  }
+
+  #schedule(ms: number): void {
+    this.#loop = setTimeout(() => {
+      this.#loop = null;
+      if (this.#stopped) return;
+      this.runOnce().then(
+        (r) => !this.#stopped && this.#schedule(r.more ? 0 : this.#intervalMs),
+        (e) => {
+          this.#log.rateLimited("error", "pass", `delivery pass failed: ${errorText(e)}`);
+          if (!this.#stopped) this.#schedule(this.#intervalMs);
+        },
+      );
+    }, ms);
+  }
+
+  async #pass(): Promise<{ delivered: number; more: boolean }> {
+    const ctx = this.#ctx;
+    if (this.#stopped || !ctx) return { delivered: 0, more: false };
+    let delivered = 0;
+    let more = false;
+    for (let level = 1; level <= this.maxLevel && !this.#stopped; level++) {
+      const n = await this.#deliverLevel(ctx, level);
+      delivered += n;
+      if (n >= DELIVER_BATCH_MAX) more = true;
+    }
+    if (!this.#stopped) {
+      const n = await this.#deliverTimers(ctx);
+      delivered += n;
+      if (n >= DELIVER_BATCH_MAX) more = true;
+    }
+    return { delivered, more };
+  }
+
+  /** Delivers the due head of one level queue; returns how many were delivered or skipped. */
+  async #deliverLevel(ctx: ScheduleContext, level: number): Promise<number> {
+    const qid = level - 1;
+    const delay = this.#delays[qid]!;
+    let offset = ctx.delayOffsets.get(level);
+    let done = 0;
+    try {
+      while (done < DELIVER_BATCH_MAX && !this.#stopped) {
+        const r = ctx.store.getMessage(SCHEDULE_TOPIC, qid, offset, READ_BATCH);
+        if (r.status === "OFFSET_OVERFLOW_BADLY" || (isEmpty(r.status) && offset > 0)) {
+          // delayOffset.json is ahead of the queue (the store was replaced): follow the queue.
+          this.#log.warn(`level ${level}: delay offset ${offset} is past the queue's end ${r.maxOffset}; reset to it`);
+          offset = r.maxOffset;
+          return done;
+        }
+        if (r.status === "OFFSET_TOO_SMALL") {
+          this.#log.warn(`level ${level}: messages [${offset}, ${r.nextBeginOffset}) were deleted by retention before delivery`);
+          offset = r.nextBeginOffset;
+          continue;
+        }
+        if (r.status === "NO_MATCHED_MESSAGE" || r.status === "MESSAGE_WAS_REMOVING") {
+          if (r.nextBeginOffset <= offset) return done;
+          offset = r.nextBeginOffset;
+          continue;
+        }
+        if (r.status !== "FOUND") return done;
+        for (const bytes of r.messages) {
+          const rec = decodeRecordAt(bytes, 0, { checkCrc: false });
+          if (!("totalSize" in rec)) continue; // unreadable: skipped with the batch
+          // Java's correction for a clock that went back: a due time further away than the
+          // delay itself cannot be right, so such a message is due now.
+          const now = this.#now();
+          const due = rec.storeTimestamp + delay > now + delay ? now : rec.storeTimestamp + delay;
+          if (due > now) {
+            offset = rec.queueOffset;
+            return done;
+          }
+          const outcome = await this.#redeliver(ctx, rec);
+          if (outcome === "retry") {
+            offset = rec.queueOffset;
+            return done;
+          }
+          done++;
+        }
+        offset = r.nextBeginOffset;
+      }
+      return done;
+    } finally {
+      ctx.delayOffsets.set(level, offset);
+    }
+  }
+
+  /** Loads new timer-queue units, then delivers the due ones in due order. */
+  async #deliverTimers(ctx: ScheduleContext): Promise<number> {
+    this.#loadTimers(ctx);
+    const heap = this.#timers!;
+    let done = 0;
+    try {
+      for (let e = heap.peek(); e && e.due <= this.#now() && done < DELIVER_BATCH_MAX && !this.#stopped; e = heap.peek()) {
+        heap.pop();
+        const rec = ctx.store.lookMessageByOffset(e.phyOffset);
+        if (!rec) this.#log.warn(`timer queue: the message at offset ${e.cqOffset} was deleted (retention) before delivery`);
+        const outcome: Outcome = rec ? await this.#redeliver(ctx, rec) : "skipped";
+        if (outcome === "retry") {
+          heap.retry(e);
+          break;
+        }
+        heap.delivered(e);
+        done++;
+      }
+      return done;
+    } finally {
+      ctx.delayOffsets.set(TIMER_OFFSET_KEY, heap.progress);
+    }
+  }
+
+  #loadTimers(ctx: ScheduleContext): void {
+    let heap = this.#timers!;
+    while (heap.size < this.#heapMax) {
+      const from = heap.loadedUpTo;
+      const r = ctx.store.getMessage(SCHEDULE_TOPIC, TIMER_QUEUE_ID, from, Math.min(READ_BATCH, this.#heapMax - heap.size));
+      if (r.status === "OFFSET_OVERFLOW_BADLY" || (isEmpty(r.status) && from > 0)) {
+        if (heap.size > 0) return;
+        this.#log.warn(`timer queue: progress ${from} is past the queue's end ${r.maxOffset}; reset to it`);
+        this.#timers = heap = new TimerHeap(r.maxOffset);
+        return;
+      }
+      if (r.status === "OFFSET_TOO_SMALL" || r.status === "NO_MATCHED_MESSAGE" || r.status === "MESSAGE_WAS_REMOVING") {
+        if (r.nextBeginOffset <= from) return;
+        if (r.status === "OFFSET_TOO_SMALL")
+          this.#log.warn(`timer queue: messages [${from}, ${r.nextBeginOffset}) were deleted by retention before delivery`);
+        heap.skipTo(r.nextBeginOffset);
+        continue;
+      }
+      if (r.status !== "FOUND") return;
+      for (const bytes of r.messages) {
+        const rec = decodeRecordAt(bytes, 0, { checkCrc: false, readBody: false });
+        if (!("totalSize" in rec) || rec.queueOffset < heap.loadedUpTo || rec.queueOffset >= r.nextBeginOffset) continue;
+        const out = parseMs(parseProperties(rec.properties)[TIMER_OUT_MS] ?? "");
+        heap.skipTo(rec.queueOffset);
+        heap.push({ due: out ?? rec.storeTimestamp, cqOffset: rec.queueOffset, phyOffset: rec.physicalOffset } satisfies TimerEntry);
+      }
+      heap.skipTo(r.nextBeginOffset);
+    }
+    this.#log.rateLimited(
+      "warn",
+      "timer-heap-full",
+      `timer queue: ${heap.size} messages in memory (timerHeapMaxEntries); loading more waits`,
+      60_000,
+    );
+  }
+
+  /** Re-puts a parked record under its real topic and queue. */
+  async #redeliver(ctx: ScheduleContext, rec: DecodedRecord): Promise<Outcome> {
+    const props = parseProperties(rec.properties);
+    const topic = props[MessageConst.REAL_TOPIC];
+    const qidText = props[MessageConst.REAL_QID];
+    const queueId = qidText !== undefined && /^[0-9]{1,9}$/.test(qidText) ? Number(qidText) : -1;
+    const where = `${rec.topic} queue ${rec.queueId} offset ${rec.queueOffset}`;
+    if (!topic || queueId < 0 || topic === SCHEDULE_TOPIC || topic === TRANS_HALF_TOPIC) {
+      this.#log.error(`${where}: REAL_TOPIC ${JSON.stringify(topic)} / REAL_QID ${JSON.stringify(qidText)} unusable; message skipped`);
+      return "skipped";
+    }
+    for (const k of [MessageConst.DELAY, MessageConst.REAL_TOPIC, MessageConst.REAL_QID, TIMER_OUT_MS, MessageConst.WAIT]) delete props[k];
+    const req: PutMessageRequest = {
+      topic,
+      queueId,
+      flag: rec.flag,
+      body: rec.body.slice(),
+      properties: encodeProperties(props),
+      sysFlag: rec.sysFlag,
+      bornTimestamp: rec.bornTimestamp,
+      bornHost: rec.bornHost,
+      reconsumeTimes: rec.reconsumeTimes,
+      preparedTransactionOffset: rec.preparedTransactionOffset,
+      waitStoreMsgOK: false,
+    };
+    const tags = props[MessageConst.TAGS];
+    if (tags !== undefined) req.tags = tags;
+    const keys = props[MessageConst.KEYS];
+    if (keys !== undefined) req.keys = keys;
+    const uniq = props[MessageConst.UNIQ_KEY];
+    if (uniq !== undefined) req.uniqKey = uniq;
+    const r = await ctx.store.putMessage(req);
+    const stored = r.appended[0];
+    if (stored) {
+      ctx.hold.notifyMessageArriving(topic, queueId, stored.queueOffset, tagsHashCode(tags));
+      return "delivered";
+    }
+    if (r.status === "MESSAGE_ILLEGAL" || r.status === "PROPERTIES_SIZE_EXCEEDED") {
+      this.#log.error(`${where}: cannot be stored in ${topic} (${r.status}: ${r.remark ?? ""}); message skipped`);
+      return "skipped";
+    }
+    this.#log.rateLimited("warn", "put-refused", `delivery to ${topic} refused (${r.status}: ${r.remark ?? ""}); retrying`);
+    return "retry";
+  }
+}
+
+/**
+ * Makes SCHEDULE_TOPIC_XXXX have a queue per level plus the timer queue (19). Call after the
+ * system topics exist; an operator's larger queue count or other settings are kept.
+ */
+export function ensureScheduleTopic(topics: TopicConfigManager): TopicConfig | null {
+  const cur = topics.get(SCHEDULE_TOPIC);
+  if (!cur) return null;
+  if (cur.readQueueNums >= SCHEDULE_TOPIC_QUEUE_NUMS && cur.writeQueueNums >= SCHEDULE_TOPIC_QUEUE_NUMS) return cur;
+  const next: TopicConfig = {
+    ...cur,
+    readQueueNums: Math.max(cur.readQueueNums, SCHEDULE_TOPIC_QUEUE_NUMS),
+    writeQueueNums: Math.max(cur.writeQueueNums, SCHEDULE_TOPIC_QUEUE_NUMS),
+  };
+  const problem = topics.upsert(next);
+  if (problem) throw new Error(`cannot widen ${SCHEDULE_TOPIC}: ${problem}`);
+  return next;
+}
+
+/** The parked copy of `req`: REAL_TOPIC/REAL_QID added, `setKey` set, `dropKey` removed. */
+function park(req: PutMessageRequest, queueId: number, setKey: string, setValue: string, dropKey: string): PutMessageRequest {
+  // The stored string, not the caller's map: it is what the record will hold (CLUSTER included).
+  const props = parseProperties(req.properties);
+  props[MessageConst.REAL_TOPIC] = req.topic;
+  props[MessageConst.REAL_QID] = String(req.queueId);
+  props[setKey] = setValue;
+  delete props[dropKey];
+  const parked: PutMessageRequest = { ...req, topic: SCHEDULE_TOPIC, queueId, properties: encodeProperties(props) };
+  // Without `tags` the store reads the properties, so tagsCodeFor sees DELAY / TIMER_OUT_MS.
+  delete parked.tags;
+  return parked;
+}
+
+/** No unit was ever written to the queue (maxOffset 0). */
+function isEmpty(status: GetMessageStatus): boolean {
+  return status === "NO_MESSAGE_IN_QUEUE" || status === "NO_MATCHED_LOGIC_QUEUE";
+}
+
+/** A Java long in decimal, within the safe-integer range; null otherwise. */
+function parseMs(text: string): number | null {
+  if (!/^-?[0-9]{1,16}$/.test(text)) return null;
+  const n = Number(text);
+  return Number.isSafeInteger(n) ? n : null;
+}
+
+function errorText(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}

@@ -1,0 +1,132 @@
+/**
+ * The timer queue's in-memory bookkeeping: a binary min-heap of pending messages ordered by due
+ * time, and the delivery progress of the queue.
+ *
+ * Progress is the smallest ConsumeQueue offset not yet delivered. Offsets enter in increasing
+ * order (the queue is read front to back) but leave in due-time order, so a FIFO of the offsets
+ * still pending plus the set of those delivered out of order gives the smallest one in O(1)
+ * amortized.
+ *
+ * Invariants: every entry in the heap has its cqOffset in `#pending`, not in `#done`; `progress`
+ * ≤ every pending offset; `#pending` is strictly increasing.
+ */
+
+export interface TimerEntry {
+  /** Absolute due time, ms. */
+  due: number;
+  /** Offset in the timer queue of SCHEDULE_TOPIC_XXXX. */
+  cqOffset: number;
+  /** CommitLog offset of the parked record. */
+  phyOffset: number;
+}
+
+export class TimerHeap {
+  readonly #heap: TimerEntry[] = [];
+  /** Offsets loaded and not yet delivered, increasing; `#head` is the first live index. */
+  #pending: number[] = [];
+  #head = 0;
+  /** Pending offsets delivered ahead of the front of `#pending`. */
+  readonly #done = new Set<number>();
+  /** Next offset to load: everything below it was loaded (or skipped as unreadable). */
+  #loadedUpTo: number;
+
+  constructor(progress: number) {
+    this.#loadedUpTo = progress;
+  }
+
+  get size(): number {
+    return this.#heap.length;
+  }
+
+  get loadedUpTo(): number {
+    return this.#loadedUpTo;
+  }
+
+  /** The smallest offset not yet delivered: what is safe to persist. */
+  get progress(): number {
+    return this.#head < this.#pending.length ? this.#pending[this.#head]! : this.#loadedUpTo;
+  }
+
+  peek(): TimerEntry | undefined {
+    return this.#heap[0];
+  }
+
+  /** Adds a loaded entry; offsets must come in increasing order (bug otherwise). */
+  push(e: TimerEntry): void {
+    if (e.cqOffset < this.#loadedUpTo) throw new Error(`timer heap: offset ${e.cqOffset} loaded twice (next is ${this.#loadedUpTo})`);
+    this.#pending.push(e.cqOffset);
+    this.#loadedUpTo = e.cqOffset + 1;
+    this.#heap.push(e);
+    this.#up(this.#heap.length - 1);
+  }
+
+  /** Offsets below `offset` that were not pushed (fillers, removed records) count as delivered. */
+  skipTo(offset: number): void {
+    if (offset > this.#loadedUpTo) this.#loadedUpTo = offset;
+  }
+
+  /** Removes and returns the earliest entry; then call `delivered(e)`, or `retry(e)` to put it back. */
+  pop(): TimerEntry | undefined {
+    const h = this.#heap;
+    const top = h[0];
+    if (top === undefined) return undefined;
+    const last = h.pop()!;
+    if (h.length > 0) {
+      h[0] = last;
+      this.#down(0);
+    }
+    return top;
+  }
+
+  /** Puts a popped entry back (its delivery failed and will be retried). */
+  retry(e: TimerEntry): void {
+    this.#heap.push(e);
+    this.#up(this.#heap.length - 1);
+  }
+
+  /** Marks a popped entry delivered and advances the progress past delivered offsets. */
+  delivered(e: TimerEntry): void {
+    this.#done.add(e.cqOffset);
+    while (this.#head < this.#pending.length && this.#done.delete(this.#pending[this.#head]!)) this.#head++;
+    if (this.#head > 1024 && this.#head * 2 > this.#pending.length) {
+      this.#pending = this.#pending.slice(this.#head);
+      this.#head = 0;
+    }
+  }
+
+  #less(a: number, b: number): boolean {
+    const x = this.#heap[a]!;
+    const y = this.#heap[b]!;
+    return x.due < y.due || (x.due === y.due && x.cqOffset < y.cqOffset);
+  }
+
+  #swap(a: number, b: number): void {
+    const h = this.#heap;
+    const t = h[a]!;
+    h[a] = h[b]!;
+    h[b] = t;
+  }
+
+  #up(i: number): void {
+    while (i > 0) {
+      const p = (i - 1) >> 1;
+      if (!this.#less(i, p)) return;
+      this.#swap(i, p);
+      i = p;
+    }
+  }
+
+  #down(i: number): void {
+    const n = this.#heap.length;
+    for (;;) {
+      const l = 2 * i + 1;
+      const r = l + 1;
+      let m = i;
+      if (l < n && this.#less(l, m)) m = l;
+      if (r < n && this.#less(r, m)) m = r;
+      if (m === i) return;
+      this.#swap(i, m);
+      i = m;
+    }
+  }
+}

@@ -1,0 +1,63 @@
+/**
+ * SlaveSynchronize: a slave's metadata follows its master's. At start and every `intervalMs`,
+ * it copies topic configs, consumer offsets, delay offsets and subscription groups from the
+ * master (GET_ALL_TOPIC_CONFIG, GET_ALL_CONSUMER_OFFSET, GET_ALL_DELAY_OFFSET,
+ * GET_ALL_SUBSCRIPTIONGROUP_CONFIG), so a consumer that moves to the slave resumes where it was.
+ */
+import { parseJsonBytes } from "../common/json.ts";
+import type { Logger } from "../common/log.ts";
+import type { ConsumerOffsetManager, DelayOffsetManager, SubscriptionGroupManager, TopicConfigManager } from "../commitlog/index.ts";
+import { createRequest, RequestCode, ResponseCode, type RemotingClient } from "../remoting/index.ts";
+
+export interface SlaveSyncDeps {
+  client: RemotingClient;
+  masterAddr: () => string | undefined;
+  topics: TopicConfigManager;
+  consumerOffsets: ConsumerOffsetManager;
+  delayOffsets: DelayOffsetManager;
+  groups: SubscriptionGroupManager;
+  log: Logger;
+}
+
+export class SlaveSynchronize {
+  readonly #d: SlaveSyncDeps;
+  #lastSyncAt = 0;
+
+  constructor(d: SlaveSyncDeps) {
+    this.#d = d;
+  }
+
+  get lastSyncAt(): number {
+    return this.#lastSyncAt;
+  }
+
+  /** One round; problems are logged, never thrown (the next round retries). */
+  async syncAll(): Promise<boolean> {
+    const addr = this.#d.masterAddr();
+    if (!addr) return false;
+    const steps: [number, (body: unknown) => string[]][] = [
+      [RequestCode.GET_ALL_TOPIC_CONFIG, (b) => this.#d.topics.replaceAll(b)],
+      [RequestCode.GET_ALL_CONSUMER_OFFSET, (b) => this.#d.consumerOffsets.replaceAll(b)],
+      [RequestCode.GET_ALL_DELAY_OFFSET, (b) => this.#d.delayOffsets.replaceAll(b)],
+      [RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG, (b) => this.#d.groups.replaceAll(b)],
+    ];
+    let ok = true;
+    for (const [code, apply] of steps) {
+      try {
+        const res = await this.#d.client.invoke(addr, createRequest(code), 5000);
+        if (res.code !== ResponseCode.SUCCESS || !res.body) throw new Error(`code ${res.code} ${res.remark ?? ""}`);
+        for (const p of apply(parseJsonBytes(res.body))) this.#d.log.warn(`slave sync (${code}): ${p}`);
+      } catch (e) {
+        ok = false;
+        this.#d.log.rateLimited(
+          "warn",
+          `slave-sync-${code}`,
+          `slave sync of request ${code} from ${addr} failed: ${e instanceof Error ? e.message : String(e)}`,
+          30_000,
+        );
+      }
+    }
+    if (ok) this.#lastSyncAt = Date.now();
+    return ok;
+  }
+}

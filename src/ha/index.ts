@@ -1,0 +1,3 @@
+export { HAService, type HAServiceOptions, type SlaveStatus, type AckResult } from "./ha-service.ts";
+export { HAClient, type HAClientOptions, type HAClientStatus } from "./ha-client.ts";
+export { encodeReport, encodeChunkHeader, ChunkDecoder, ReportDecoder, HA_HEADER_SIZE, HA_REPORT_SIZE } from "./transfer.ts";
