@@ -6,6 +6,7 @@
  */
 import { networkInterfaces } from "node:os";
 import { scope, type Logger } from "../common/log.ts";
+import { MessageConst, parseProperties, SysFlag, tagsHashCode, transactionType, type DecodedRecord } from "../common/message-record.ts";
 import {
   ConsumerOffsetManager,
   DelayOffsetManager,
@@ -70,9 +71,12 @@ export interface ReplicationInfo {
   role: BrokerRole;
   /** Master: connected slaves and how far behind each is. */
   slaves?: SlaveStatus[];
-  /** Slave: its connection to the master and how far it got. */
-  master?: HAClientStatus & { masterAddr: string | undefined; lagBytes?: number; lastMetadataSyncAt: number };
+  /** Slave: its connection to the master, how far it got and how far behind it is (bytes, seconds). */
+  master?: HAClientStatus & { masterAddr: string | undefined; lastMetadataSyncAt: number };
 }
+
+/** Slave: how often it asks its master for the master's CommitLog end (lag reporting). */
+const MASTER_OFFSET_POLL_MS = 1000;
 
 export interface BrokerInfo {
   replication(): ReplicationInfo;
@@ -292,10 +296,16 @@ export class BrokerController {
       periodMs: o.registerNameServerPeriodMs,
       log: this.#log,
       onResult: (r) => {
-        if (!r.ok || o.brokerRole !== "SLAVE") return;
+        // A name server that does not list the master (it died, or this name server has not
+        // heard from it yet) leaves the last known addresses in place: the HA client keeps
+        // retrying them, and results from the other name servers do not flap them.
+        if (!r.ok || o.brokerRole !== "SLAVE" || !r.masterAddr) return;
         const changed = r.masterAddr !== this.#master.addr;
-        this.#master = { ...(r.masterAddr ? { addr: r.masterAddr } : {}), ...(r.haServerAddr ? { haAddr: r.haServerAddr } : {}) };
-        if (changed && r.masterAddr) void this.#slaveSync?.syncAll();
+        this.#master = { addr: r.masterAddr, haAddr: r.haServerAddr ?? this.#master.haAddr };
+        if (changed) {
+          this.#log.info(`master of ${o.brokerName} is ${r.masterAddr} (HA ${r.haServerAddr ?? "unknown"})`);
+          void this.#slaveSync?.syncAll();
+        }
       },
     });
     this.#registration.start();
@@ -320,6 +330,8 @@ export class BrokerController {
       idleTimeoutMs: 20_000,
       reconnectMs: 1000,
       log: scope("ha-client"),
+      onRecords: (records) => this.#wakeParkedPulls(ctx, records),
+      now: this.#now,
     });
     this.#haClient.start();
     const sync = new SlaveSynchronize({
@@ -332,7 +344,26 @@ export class BrokerController {
       log: this.#log,
     });
     this.#slaveSync = sync;
-    this.#timers.push(setInterval(() => void sync.syncAll(), o.slaveSyncIntervalMs ?? 10_000));
+    const haClient = this.#haClient;
+    this.#timers.push(
+      setInterval(() => void sync.syncAll(), o.slaveSyncIntervalMs ?? 10_000),
+      setInterval(() => {
+        void sync.masterMaxOffset().then((max) => {
+          if (max !== undefined) haClient.noteMasterMaxOffset(max);
+        });
+      }, MASTER_OFFSET_POLL_MS),
+    );
+  }
+
+  /** Slave: replicated messages wake the pulls parked for them, as a send does on a master. */
+  #wakeParkedPulls(ctx: BrokerContext, records: readonly DecodedRecord[]): void {
+    if (ctx.hold.heldCount === 0) return;
+    for (const r of records) {
+      const t = transactionType(r.sysFlag);
+      if (t !== SysFlag.TRANSACTION_NOT_TYPE && t !== SysFlag.TRANSACTION_COMMIT_TYPE) continue;
+      const tags = parseProperties(r.properties)[MessageConst.TAGS];
+      ctx.hold.notifyMessageArriving(r.topic, r.queueId, r.queueOffset, tagsHashCode(tags));
+    }
   }
 
   #persistOffsets(): void {
@@ -362,6 +393,8 @@ export class BrokerController {
     for (const t of this.#timers) clearInterval(t);
     this.#timers = [];
     this.#ctx?.hold.stop();
+    // Let the answers to parked pulls leave before the connections close.
+    await new Promise((r) => setTimeout(r, 0));
     this.#haClient?.stop();
     this.#ha.stop();
     this.#server.stop();

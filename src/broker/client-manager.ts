@@ -42,7 +42,11 @@ export class ConsumerManager {
     this.#onMembersChanged = onMembersChanged;
   }
 
-  /** Registers or refreshes a member; returns true if membership or subscriptions changed. */
+  /**
+   * Registers or refreshes a member (Java's ConsumerManager.registerConsumer). Returns true, and
+   * tells the group's members, when membership changed (a new client id, or a known one on a new
+   * connection) or the group's subscribed topics changed (a topic added or dropped).
+   */
   register(r: ConsumerRegistration): boolean {
     let g = this.#groups.get(r.group);
     if (!g) {
@@ -64,15 +68,10 @@ export class ConsumerManager {
     const prev = g.channels.get(r.channel.clientId);
     const membersChanged = !prev || prev.conn !== r.channel.conn;
     g.channels.set(r.channel.clientId, r.channel);
-    let subsChanged = false;
-    for (const s of r.subscriptions) {
-      const old = g.subscriptions.get(s.topic);
-      if (!old || (old.subVersion < s.subVersion && old.subString !== s.subString))
-        subsChanged = subsChanged || !old || old.subString !== s.subString;
-      if (!old || old.subVersion < s.subVersion) g.subscriptions.set(s.topic, s);
-    }
-    if (membersChanged) this.#onMembersChanged(r.group, [...g.channels.values()]);
-    return membersChanged || subsChanged;
+    const subsChanged = updateSubscriptions(g.subscriptions, r.subscriptions);
+    const changed = membersChanged || subsChanged;
+    if (changed) this.#onMembersChanged(r.group, [...g.channels.values()]);
+    return changed;
   }
 
   unregister(group: string, clientId: string): boolean {
@@ -143,6 +142,33 @@ export class ConsumerManager {
   groupsOfTopic(topic: string): string[] {
     return [...this.#groups.values()].filter((g) => g.subscriptions.has(topic)).map((g) => g.groupName);
   }
+}
+
+/**
+ * Java's ConsumerGroupInfo.updateSubscription: a topic seen for the first time is added; a known
+ * topic is replaced only by a strictly newer subVersion (heartbeats from members that have not
+ * caught up must not roll it back); a topic the heartbeat no longer lists is dropped. Returns true
+ * when the set of topics changed.
+ */
+function updateSubscriptions(table: Map<string, SubscriptionData>, subs: readonly SubscriptionData[]): boolean {
+  let changed = false;
+  const listed = new Set<string>();
+  for (const s of subs) {
+    listed.add(s.topic);
+    const old = table.get(s.topic);
+    if (!old) {
+      table.set(s.topic, s);
+      changed = true;
+    } else if (s.subVersion > old.subVersion) {
+      table.set(s.topic, s);
+    }
+  }
+  for (const topic of [...table.keys()]) {
+    if (listed.has(topic)) continue;
+    table.delete(topic);
+    changed = true;
+  }
+  return changed;
 }
 
 export class ProducerManager {

@@ -40,6 +40,8 @@ export class NamesrvRegistration {
   #timer: ReturnType<typeof setInterval> | null = null;
   #pending: ReturnType<typeof setTimeout> | null = null;
   #lastSuccessAt = 0;
+  /** Set by unregisterAll: nothing registers again (a late topic change must not undo the leave). */
+  #stopped = false;
 
   constructor(o: {
     client: RemotingClient;
@@ -70,7 +72,7 @@ export class NamesrvRegistration {
 
   /** Topics changed: register again shortly (changes made together ride on one registration). */
   topicsChanged(): void {
-    if (this.#pending) return;
+    if (this.#pending || this.#stopped) return;
     this.#pending = setTimeout(() => {
       this.#pending = null;
       void this.registerAll();
@@ -78,6 +80,7 @@ export class NamesrvRegistration {
   }
 
   async registerAll(): Promise<RegisterResult[]> {
+    if (this.#stopped) return [];
     const body = jsonBytes({ filterServerList: [], topicConfigSerializeWrapper: this.#topics() });
     const crc = String(Bun.hash.crc32(body) & 0x7fffffff);
     const results = await Promise.all(
@@ -121,6 +124,7 @@ export class NamesrvRegistration {
 
   /** Stops the timer and tells every name server we are leaving (best effort, bounded). */
   async unregisterAll(timeoutMs = 3000): Promise<void> {
+    this.#stopped = true;
     if (this.#timer) clearInterval(this.#timer);
     if (this.#pending) clearTimeout(this.#pending);
     this.#timer = this.#pending = null;

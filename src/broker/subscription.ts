@@ -17,6 +17,16 @@ export interface SubscriptionData {
   expressionType: string;
 }
 
+/** Java's ExpressionType.isTagType (case-insensitive here): absent or empty means TAG. */
+export function isTagType(expressionType: string | undefined): boolean {
+  return ((expressionType ?? "").trim().toUpperCase() || "TAG") === "TAG";
+}
+
+/** Java's remark for a non-TAG expression on a broker without property filtering. */
+export function unsupportedFilterRemark(expressionType: string | undefined): string {
+  return `The broker does not support consumer to filter message by ${expressionType}`;
+}
+
 /** Parses a TAG expression; SQL92 or an unknown type is a reason string. */
 export function buildSubscription(
   topic: string,
@@ -24,8 +34,7 @@ export function buildSubscription(
   expressionType: string | undefined,
   subVersion: number,
 ): SubscriptionData | { invalid: string } {
-  const type = (expressionType ?? "TAG").toUpperCase();
-  if (type !== "TAG") return { invalid: `expression type ${type} is not supported by this broker (only TAG)` };
+  if (!isTagType(expressionType)) return { invalid: `expression type ${expressionType} is not supported by this broker (only TAG)` };
   const s = (subString ?? "").trim();
   if (s === "" || s === SUB_ALL) return { topic, subString: SUB_ALL, tagsSet: [], codeSet: [], subVersion, expressionType: "TAG" };
   const tags = s

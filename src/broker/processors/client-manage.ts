@@ -16,7 +16,7 @@ import {
   type RequestProcessor,
 } from "../../remoting/index.ts";
 import type { BrokerContext } from "../context.ts";
-import { buildSubscription, type SubscriptionData } from "../subscription.ts";
+import { buildSubscription, isTagType, unsupportedFilterRemark, type SubscriptionData } from "../subscription.ts";
 import { retryTopic } from "./send-message.ts";
 
 interface HeartbeatConsumer {
@@ -35,6 +35,12 @@ interface Heartbeat {
 
 function str(v: unknown, def: string): string {
   return typeof v === "string" ? v : def;
+}
+
+/** A JSON number or numeric string (fastjson writes longs either way), else `def`. */
+function finiteOr(v: unknown, def: number): number {
+  const n = typeof v === "number" ? v : typeof v === "string" && v.trim() !== "" ? Number(v) : NaN;
+  return Number.isFinite(n) ? n : def;
 }
 
 /** Validates HeartbeatData JSON into a typed value or a reason. */
@@ -68,7 +74,7 @@ export function decodeHeartbeat(body: Uint8Array | undefined): Heartbeat | { inv
         sd.topic,
         str(sd.subString, "*"),
         typeof sd.expressionType === "string" ? sd.expressionType : undefined,
-        Number(sd.subVersion ?? 0),
+        finiteOr(sd.subVersion, 0),
       );
       if ("invalid" in built) return built;
       subs.push(built);
@@ -137,19 +143,25 @@ export class ClientManageProcessor implements RequestProcessor {
     return createResponse(cmd, ResponseCode.SUCCESS);
   }
 
-  /** CHECK_CLIENT_CONFIG: a Java client asks whether its SQL92 filter is usable here. */
+  /**
+   * CHECK_CLIENT_CONFIG: a Java client asks whether its subscription is usable here (it does so for
+   * non-TAG expressions). Java's answers with property filtering off (its default, and all this
+   * broker has): TAG → SUCCESS; anything else → SYSTEM_ERROR "does not support".
+   */
   #checkClientConfig(cmd: RemotingCommand): RemotingCommand {
-    type CheckBody = { subscriptionData?: { expressionType?: string; topic?: string; subString?: string } } | null;
-    let raw: CheckBody;
+    let raw: unknown;
     try {
-      raw = cmd.body ? (parseJsonBytes(cmd.body) as CheckBody) : null;
+      raw = cmd.body && cmd.body.length > 0 ? parseJsonBytes(cmd.body) : null;
     } catch {
       return createResponse(cmd, ResponseCode.SYSTEM_ERROR, "CHECK_CLIENT_CONFIG body is not JSON");
     }
-    const sd = raw?.subscriptionData;
-    if (!sd) return createResponse(cmd, ResponseCode.SUCCESS);
-    const built = buildSubscription(sd.topic ?? "", sd.subString, sd.expressionType, 0);
-    if ("invalid" in built) return createResponse(cmd, ResponseCode.SUBSCRIPTION_PARSE_FAILED, built.invalid);
-    return createResponse(cmd, ResponseCode.SUCCESS);
+    const sd = typeof raw === "object" && raw !== null ? (raw as Record<string, unknown>).subscriptionData : undefined;
+    if (typeof sd !== "object" || sd === null) return createResponse(cmd, ResponseCode.SUCCESS);
+    const o = sd as Record<string, unknown>;
+    const type = typeof o.expressionType === "string" ? o.expressionType : undefined;
+    const built = buildSubscription(str(o.topic, ""), str(o.subString, ""), type, 0);
+    if (!("invalid" in built)) return createResponse(cmd, ResponseCode.SUCCESS);
+    if (!isTagType(type)) return createResponse(cmd, ResponseCode.SYSTEM_ERROR, unsupportedFilterRemark(type));
+    return createResponse(cmd, ResponseCode.SUBSCRIPTION_PARSE_FAILED, built.invalid);
   }
 }

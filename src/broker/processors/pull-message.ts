@@ -21,7 +21,7 @@ import {
   type RequestProcessor,
 } from "../../remoting/index.ts";
 import type { BrokerContext } from "../context.ts";
-import { buildSubscription, tagCodeFilter, type SubscriptionData } from "../subscription.ts";
+import { buildSubscription, isTagType, tagCodeFilter, unsupportedFilterRemark, type SubscriptionData } from "../subscription.ts";
 
 export const PullSysFlag = {
   COMMIT_OFFSET: 1,
@@ -98,6 +98,8 @@ export class PullMessageProcessor implements RequestProcessor {
     }
     let sub: SubscriptionData;
     if ((h.sysFlag & PullSysFlag.SUBSCRIPTION) !== 0) {
+      // Java, with property filtering off: SQL92 is "not supported" (1), a bad TAG expression is 23.
+      if (!isTagType(h.expressionType)) return fail(ResponseCode.SYSTEM_ERROR, unsupportedFilterRemark(h.expressionType));
       const s = buildSubscription(h.topic, h.subscription, h.expressionType, h.subVersion);
       if ("invalid" in s) return fail(ResponseCode.SUBSCRIPTION_PARSE_FAILED, s.invalid);
       sub = s;

@@ -3,7 +3,20 @@
  * (wire reference §3.10, §3.15). A slave refuses writes: its topics follow its master.
  */
 import { jsonBytes } from "../../common/json.ts";
-import { validateTopicName, type TopicConfig, type TopicFilterType } from "../../commitlog/index.ts";
+import {
+  AUTO_CREATE_TOPIC,
+  BENCHMARK_TOPIC,
+  OFFSET_MOVED_EVENT,
+  SCHEDULE_TOPIC,
+  SELF_TEST_TOPIC,
+  TRACE_TOPIC,
+  TRANS_CHECK_MAX_TIME_TOPIC,
+  TRANS_HALF_TOPIC,
+  TRANS_OP_HALF_TOPIC,
+  validateTopicName,
+  type TopicConfig,
+  type TopicFilterType,
+} from "../../commitlog/index.ts";
 import {
   createResponse,
   optBool,
@@ -19,7 +32,19 @@ import {
 } from "../../remoting/index.ts";
 import type { BrokerContext } from "../context.ts";
 
-const SYSTEM_TOPICS_REFUSED = new Set(["TBW102", "SCHEDULE_TOPIC_XXXX", "RMQ_SYS_TRANS_HALF_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC"]);
+/** Java's TopicValidator.SYSTEM_TOPIC_SET (plus the per-broker names a 4.9 broker adds to it). */
+const SYSTEM_TOPICS = new Set([
+  AUTO_CREATE_TOPIC,
+  SCHEDULE_TOPIC,
+  BENCHMARK_TOPIC,
+  TRANS_HALF_TOPIC,
+  TRANS_OP_HALF_TOPIC,
+  TRANS_CHECK_MAX_TIME_TOPIC,
+  SELF_TEST_TOPIC,
+  OFFSET_MOVED_EVENT,
+  TRACE_TOPIC,
+]);
+const SYSTEM_TOPIC_PREFIX = "rmq_sys_";
 
 export class TopicAdminProcessor implements RequestProcessor {
   readonly #ctx: BrokerContext;
@@ -39,6 +64,11 @@ export class TopicAdminProcessor implements RequestProcessor {
       return createResponse(cmd, ResponseCode.SYSTEM_ERROR, `broker ${ctx.settings.brokerName} is a slave: change topics on its master`);
     }
     const topic = reqString(cmd.extFields, "topic");
+    // The name becomes a directory under consumequeue/: never act on one that is not a topic name.
+    const bad = validateTopicName(topic);
+    if (bad) return createResponse(cmd, ResponseCode.SYSTEM_ERROR, bad);
+    // Neither created over nor deleted: the broker itself depends on these.
+    if (this.#isSystemTopic(topic)) return createResponse(cmd, ResponseCode.SYSTEM_ERROR, `The topic[${topic}] is conflict with system topic.`);
     if (cmd.code === RequestCode.DELETE_TOPIC_IN_BROKER) {
       ctx.topics.delete(topic);
       ctx.store.deleteTopics([topic]);
@@ -46,9 +76,6 @@ export class TopicAdminProcessor implements RequestProcessor {
       ctx.topicsChanged();
       return createResponse(cmd, ResponseCode.SUCCESS);
     }
-    const bad = validateTopicName(topic);
-    if (bad) return createResponse(cmd, ResponseCode.SYSTEM_ERROR, bad);
-    if (SYSTEM_TOPICS_REFUSED.has(topic)) return createResponse(cmd, ResponseCode.SYSTEM_ERROR, `The topic[${topic}] is conflict with system topic.`);
     const ext = cmd.extFields;
     const filter = optString(ext, "topicFilterType") ?? "SINGLE_TAG";
     if (filter !== "SINGLE_TAG" && filter !== "MULTI_TAG")
@@ -70,5 +97,11 @@ export class TopicAdminProcessor implements RequestProcessor {
     if (problem) return createResponse(cmd, ResponseCode.SYSTEM_ERROR, problem);
     ctx.topicsChanged();
     return createResponse(cmd, ResponseCode.SUCCESS);
+  }
+
+  #isSystemTopic(topic: string): boolean {
+    const s = this.#ctx.settings;
+    if (SYSTEM_TOPICS.has(topic) || topic.startsWith(SYSTEM_TOPIC_PREFIX)) return true;
+    return topic === s.clusterName || topic === s.brokerName || topic === `${s.clusterName}_REPLY_TOPIC`;
   }
 }
