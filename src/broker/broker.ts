@@ -22,6 +22,7 @@ import { ConsumerManager, ProducerManager, type ClientChannel } from "./client-m
 import type { BrokerContext, BrokerRole, BrokerSettings } from "./context.ts";
 import { HAClient, HAService, type HAClientStatus, type SlaveStatus } from "../ha/index.ts";
 import { PullRequestHoldService } from "./long-polling.ts";
+import { BrokerStats } from "./stats.ts";
 import { NamesrvRegistration } from "./namesrv-registration.ts";
 import { SlaveSynchronize } from "./slave-sync.ts";
 import { AdminProcessor } from "./processors/admin.ts";
@@ -219,6 +220,7 @@ export class BrokerController {
       consumers,
       producers,
       hold,
+      stats: new BrokerStats({ now: this.#now }),
       log: this.#log,
       now: this.#now,
       topicsChanged: () => this.#registration?.topicsChanged(),
@@ -250,7 +252,7 @@ export class BrokerController {
       [ConsumerManageProcessor.CODES, new ConsumerManageProcessor(ctx)],
       [TopicAdminProcessor.CODES, new TopicAdminProcessor(ctx)],
       [QueryMessageProcessor.CODES, new QueryMessageProcessor(ctx)],
-      [AdminProcessor.CODES, new AdminProcessor(ctx)],
+      [AdminProcessor.CODES, new AdminProcessor(ctx, ctx.stats)],
     ];
     for (const [codes, p] of processors) {
       this.#server.registerAll(codes, p);

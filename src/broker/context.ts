@@ -15,6 +15,7 @@ import type {
 } from "../commitlog/index.ts";
 import type { ConsumerManager, ProducerManager } from "./client-manager.ts";
 import type { PullRequestHoldService } from "./long-polling.ts";
+import type { BrokerStats } from "./stats.ts";
 
 export type BrokerRole = "ASYNC_MASTER" | "SYNC_MASTER" | "SLAVE";
 
@@ -47,6 +48,8 @@ export interface BrokerContext {
   consumers: ConsumerManager;
   producers: ProducerManager;
   hold: PullRequestHoldService;
+  /** Put/get counters behind GET_BROKER_RUNTIME_INFO (putTps, msgPutTotalTodayNow, …). */
+  stats: BrokerStats;
   log: Logger;
   now: () => number;
   /** Topic configs changed: persist is done by the manager; this re-registers with name servers. */

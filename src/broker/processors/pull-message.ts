@@ -112,6 +112,7 @@ export class PullMessageProcessor implements RequestProcessor {
     }
     const filter = tagCodeFilter(sub);
     const r = ctx.store.getMessage(h.topic, h.queueId, h.queueOffset, h.maxMsgNums, filter);
+    ctx.stats.recordGet(r.status === "FOUND" ? r.messages.length : 0, r.bufferTotalBytes);
     let code = STATUS_TO_CODE[r.status];
     let next = r.nextBeginOffset;
     if (r.status === "NO_MATCHED_LOGIC_QUEUE" || r.status === "NO_MESSAGE_IN_QUEUE") {

@@ -257,7 +257,11 @@ export class SendMessageProcessor implements RequestProcessor {
     return req;
   }
 
+  /** Wakes parked pulls for every stored message and counts the puts. */
   #wakePulls(reqs: PutMessageRequest[], result: PutMessageResult): void {
+    let bytes = 0;
+    for (let i = 0; i < result.appended.length; i++) bytes += reqs[i]!.body.length;
+    if (result.appended.length > 0) this.#ctx.stats.recordPut(result.appended.length, bytes);
     for (let i = 0; i < result.appended.length; i++) {
       const r = reqs[i]!;
       this.#ctx.hold.notifyMessageArriving(r.topic, r.queueId, result.appended[i]!.queueOffset, tagsHashCode(r.tags));
