@@ -281,8 +281,8 @@ export class CommitLog {
   }
 
   /** Unmaps idle segments except the last two (the one being written and its predecessor). */
-  releaseCold(idleMs: number, nowMs?: number): number {
-    return this.#files.releaseCold(2, idleMs, nowMs);
+  releaseCold(): number {
+    return this.#files.releaseCold(2);
   }
 
   /** Deletes whole segments from the front while `canDelete` holds (never the last). */

@@ -193,8 +193,8 @@ export class ConsumeQueue {
   }
 
   /** Unmaps idle files except the one being written. */
-  releaseCold(idleMs: number, nowMs?: number): number {
-    return this.#files.releaseCold(1, idleMs, nowMs);
+  releaseCold(): number {
+    return this.#files.releaseCold(1);
   }
 
   /** True when some unit is written but not yet flushed. */

@@ -129,14 +129,20 @@ export class MappedFileQueue {
   }
 
   /**
-   * Unmaps files other than the last `keepLast` that were not used for `idleMs` (and are fully
-   * flushed). Returns how many were released.
+   * Unmaps files other than the last `keepLast` that nobody touched since the previous sweep
+   * (and are fully flushed). Returns how many were released. Called periodically, so "idle"
+   * means "untouched for one sweep interval".
    */
-  releaseCold(keepLast: number, idleMs: number, nowMs = performance.now()): number {
+  releaseCold(keepLast: number): number {
     let n = 0;
     for (let i = 0; i < this.files.length - keepLast; i++) {
       const f = this.files[i]!;
-      if (f.mapped && nowMs - f.lastAccessMs >= idleMs && f.flushedPosition >= f.wrotePosition) {
+      if (!f.mapped) continue;
+      if (f.touched) {
+        f.touched = false;
+        continue;
+      }
+      if (f.flushedPosition >= f.wrotePosition) {
         f.release();
         n++;
       }

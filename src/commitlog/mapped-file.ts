@@ -40,8 +40,11 @@ export class MappedFile {
   #closed = false;
   #buf: Uint8Array | null = null;
   #view: DataView | null = null;
-  /** Last time the mapping was used (ms); cold segments are unmapped to keep RSS flat. */
-  lastAccessMs = 0;
+  /**
+   * Set on every use of the mapping; the release sweep clears it and unmaps a file found
+   * untouched on two sweeps in a row (a flag, not a clock read: this is on the hot path).
+   */
+  touched = true;
 
   private constructor(path: string, fd: number, fileSize: number) {
     this.path = path;
@@ -65,12 +68,12 @@ export class MappedFile {
    * is mapped again on first use.
    */
   get buf(): Uint8Array {
-    this.lastAccessMs = performance.now();
+    this.touched = true;
     return this.#buf ?? (this.#closed ? EMPTY : this.#map());
   }
 
   get view(): DataView {
-    this.lastAccessMs = performance.now();
+    this.touched = true;
     if (this.#view) return this.#view;
     if (this.#closed) return EMPTY_VIEW;
     this.#map();
@@ -172,9 +175,31 @@ export class MappedFile {
     });
   }
 
-  /** Zeroes [from, wrotePosition) and moves the write position back: recovery of a torn tail. */
+  /**
+   * Moves the write position back to `position` (recovery of a torn tail) and zeroes the
+   * non-zero bytes after it — only those: zero-filling the rest of a 1 GiB segment would touch
+   * every page of it. The garbage ends at the first 4 KiB block that is all zero.
+   */
   truncateTo(position: number): void {
-    if (position < this.wrotePosition) this.buf.fill(0, position, this.wrotePosition);
+    const end = Math.min(this.wrotePosition, this.fileSize);
+    if (position < end) {
+      const buf = this.buf;
+      const BLOCK = 4096;
+      let p = position;
+      while (p < end) {
+        const blockEnd = Math.min(end, (Math.floor(p / BLOCK) + 1) * BLOCK);
+        let dirty = false;
+        for (let i = p; i < blockEnd; i++) {
+          if (buf[i] !== 0) {
+            dirty = true;
+            break;
+          }
+        }
+        if (!dirty && p !== position) break;
+        if (dirty) buf.fill(0, p, blockEnd);
+        p = blockEnd;
+      }
+    }
     this.wrotePosition = position;
     if (this.flushedPosition > position) this.flushedPosition = position;
   }

@@ -63,6 +63,8 @@ export interface MessageStoreOptions {
   maxTransferBytesOnMessageInDisk: number;
   maxTransferCountOnMessageInDisk: number;
   accessMessageInMemoryMaxRatio: number;
+  /** When > 0, replaces accessMessageInMemoryMaxRatio × physical RAM as the "in memory" distance (bytes). */
+  accessMessageInMemoryMaxBytes?: number;
   /** The broker's advertised address, written into every record as STOREHOST. */
   storeHost: HostAddress;
   /** A slave's store refuses puts (it only takes replicated bytes). */
@@ -72,9 +74,8 @@ export interface MessageStoreOptions {
   tagsCodeFor?: (topic: string, properties: Record<string, string> | null, storeTimestamp: number, tags: string | undefined) => number;
   /** Interval of the ConsumeQueue/index flush + checkpoint; default 1000 ms. */
   checkpointIntervalMs?: number;
-  /** How often idle mappings are released (default 5000 ms) and after how long idle (10000 ms). */
+  /** How often idle mappings are looked for (default 5000 ms); a file untouched for a whole interval is unmapped. */
   releaseColdIntervalMs?: number;
-  releaseColdIdleMs?: number;
 }
 
 export type PutMessageStatus =
@@ -189,7 +190,8 @@ export class MessageStore {
       now: this.#now,
     });
     this.#index = new IndexService({ dir: join(o.dir, "index"), slotNum: o.indexSlotNum, indexNum: o.indexNum, now: this.#now });
-    this.#memoryHotBytes = (totalmem() * o.accessMessageInMemoryMaxRatio) / 100;
+    const hotBytes = o.accessMessageInMemoryMaxBytes ?? 0;
+    this.#memoryHotBytes = hotBytes > 0 ? hotBytes : (totalmem() * o.accessMessageInMemoryMaxRatio) / 100;
   }
 
   /**
@@ -751,10 +753,9 @@ export class MessageStore {
    * Collection is forced once something was released, because mapped bytes are invisible to the
    * garbage collector's heuristics and would otherwise linger.
    */
-  releaseColdMappings(idleMs = this.#o.releaseColdIdleMs ?? 10_000): number {
-    const now = performance.now();
-    let n = this.commitLog.releaseCold(idleMs, now);
-    for (const cq of this.#allQueues()) n += cq.releaseCold(idleMs, now);
+  releaseColdMappings(): number {
+    let n = this.commitLog.releaseCold();
+    for (const cq of this.#allQueues()) n += cq.releaseCold();
     if (n > 0) Bun.gc(true);
     return n;
   }
