@@ -147,6 +147,11 @@ export class ClientInstance {
     return route;
   }
 
+  /** Closes the name server connections (the next request reopens them), so that nothing keeps the process alive. */
+  async disconnectNamesrvs(): Promise<void> {
+    await Promise.all(this.#namesrvs.map((addr) => this.remoting.disconnect(addr)));
+  }
+
   /** Cached route, fetched on first use. */
   async route(topic: string): Promise<TopicRouteData | null> {
     return this.#routes.get(topic) ?? (await this.fetchRoute(topic));

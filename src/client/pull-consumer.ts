@@ -114,6 +114,9 @@ export class PullConsumer {
         const k = mqKey(mq);
         if (this.#owned.has(k)) continue;
         const offset = await computeStartOffset(this.#client, this.#offsets, mq, this.#o.fromWhere ?? "last");
+        // Rebalances can overlap (start, timer, NOTIFY_CONSUMER_IDS_CHANGED): one that got here
+        // first may already own the queue and have polled from it; do not rewind it.
+        if (this.#owned.has(k)) continue;
         this.#owned.set(k, { mq, sub: this.#subs.get(mq.topic) ?? parseExpression(mq.topic, "*"), offset, suggestBrokerId: MASTER_ID });
       }
     } catch (e) {

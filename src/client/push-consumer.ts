@@ -81,6 +81,8 @@ class ProcessQueue {
 
 const LOCK_RENEW_MS = 20_000;
 const LOCK_TTL_MS = 30_000;
+/** Orderly: how long a rebalance waits for the message in hand on a queue it gives up. */
+const ORDERLY_DROP_WAIT_MS = 1000;
 
 export class PushConsumer {
   readonly #o: PushConsumerOptions;
@@ -125,6 +127,19 @@ export class PushConsumer {
   async start(): Promise<void> {
     if (this.#running) return;
     if (this.#subs.size === 0) throw new MQClientError("subscribe to at least one topic before start()");
+    // Routes first, before anything runs: a start that fails leaves no timers, registration or
+    // connections behind (a Node process can still exit), and start() can simply be called again.
+    const topics = [...this.#subs.keys()];
+    try {
+      const routes = await Promise.all(topics.map((t) => this.#client.fetchRoute(t)));
+      if (routes.every((r) => r === null)) {
+        throw new MQClientError(`no route for ${topics.join(", ")}: create the topic first`, ResponseCode.TOPIC_NOT_EXIST);
+      }
+    } catch (e) {
+      await this.#client.disconnectNamesrvs();
+      throw e;
+    }
+    if (this.#running) return; // a concurrent start() got there first
     if (this.#model === "clustering") {
       const retry = RETRY_PREFIX + this.#o.group;
       const first = [...this.#subs.values()][0]!;
@@ -145,8 +160,6 @@ export class PushConsumer {
     this.#running = true;
     this.#client.start();
     await this.#client.refreshRoutes();
-    const known = [...this.#subs.keys()].filter((t) => this.#client.cachedRoute(t));
-    if (known.length === 0) throw new MQClientError(`no route for ${[...this.#subs.keys()].join(", ")}: create the topic first`);
     await this.#client.sendHeartbeatToAllBrokers();
     await this.#rebalance();
     this.#timers.push(
@@ -163,8 +176,10 @@ export class PushConsumer {
     this.#timers = [];
     await this.#rebalancing;
     for (const pq of this.#queues.values()) pq.dropped = true;
+    // Orderly: as in a rebalance, the message in hand finishes first and a queue still busy stays locked.
+    if (this.#o.orderly) await waitIdle([...this.#queues.values()], ORDERLY_DROP_WAIT_MS);
     await this.#persistOffsets();
-    if (this.#o.orderly) await this.#unlock([...this.#queues.values()].map((p) => p.mq));
+    if (this.#o.orderly) await this.#unlock([...this.#queues.values()].filter((p) => !p.orderlyBusy).map((p) => p.mq));
     this.#queues.clear();
     await this.#client.shutdown();
   }
@@ -173,14 +188,19 @@ export class PushConsumer {
 
   #triggerRebalance(): void {
     if (!this.#running) return;
-    if (this.#rebalancing) {
-      this.#rebalanceAgain = true;
-      return;
-    }
     void this.#rebalance();
   }
 
+  /**
+   * One rebalance at a time: a call while one runs asks it for another pass and waits for it.
+   * (Two interleaved passes would both see a newly allocated queue as missing and start two
+   * pull loops for it: every message of that queue would be handled twice.)
+   */
   #rebalance(): Promise<void> {
+    if (this.#rebalancing) {
+      this.#rebalanceAgain = true;
+      return this.#rebalancing;
+    }
     this.#rebalancing = (async () => {
       do {
         this.#rebalanceAgain = false;
@@ -201,25 +221,34 @@ export class PushConsumer {
 
   async #applyAllocation(topic: string, sub: Subscription, mine: MessageQueue[]): Promise<void> {
     const wanted = new Map(mine.map((mq) => [mqKey(mq), mq]));
-    const dropped: MessageQueue[] = [];
+    const dropped: ProcessQueue[] = [];
     for (const [k, pq] of this.#queues) {
       if (pq.mq.topic !== topic || wanted.has(k)) continue;
       pq.dropped = true;
-      this.#offsets.update(pq.mq, pq.committable());
       this.#queues.delete(k);
-      dropped.push(pq.mq);
+      dropped.push(pq);
     }
     if (dropped.length > 0) {
-      await this.#offsets.persist(dropped);
-      for (const mq of dropped) this.#offsets.remove(mq);
-      if (this.#o.orderly) await this.#unlock(dropped);
+      // Orderly: let the message in hand finish first (Java tries its consume lock for 1 s), so the
+      // offset committed below is right after it. A queue still busy stays locked: the next owner
+      // cannot take it (and so cannot handle that message at the same time) until the lock expires.
+      if (this.#o.orderly) await waitIdle(dropped, ORDERLY_DROP_WAIT_MS);
+      for (const pq of dropped) this.#offsets.update(pq.mq, pq.committable());
+      const mqs = dropped.map((pq) => pq.mq);
+      await this.#offsets.persist(mqs);
+      for (const mq of mqs) this.#offsets.remove(mq);
+      if (this.#o.orderly) await this.#unlock(dropped.filter((pq) => !pq.orderlyBusy).map((pq) => pq.mq));
     }
     for (const [k, mq] of wanted) {
       if (this.#queues.has(k) || !this.#running) continue;
+      // Orderly: lock before reading the offset. The previous owner commits before it unlocks, so
+      // only then is the stored offset current. Not locked yet: the next rebalance tries again.
+      const lockedAt = Date.now();
+      if (this.#o.orderly && !(await this.#lock([mq])).has(k)) continue;
       const offset = await computeStartOffset(this.#client, this.#offsets, mq, this.#fromWhere);
       const pq = new ProcessQueue(mq, sub, offset);
+      if (this.#o.orderly) pq.lockedUntil = lockedAt + LOCK_TTL_MS;
       this.#queues.set(k, pq);
-      if (this.#o.orderly) await this.#lock([mq]);
       void this.#pullLoop(pq);
     }
   }
@@ -383,7 +412,9 @@ export class PushConsumer {
     await this.#lock([...this.#queues.values()].map((p) => p.mq));
   }
 
-  async #lock(mqs: MessageQueue[]): Promise<void> {
+  /** LOCK_BATCH_MQ on each queue's master; returns the keys of the queues now locked. */
+  async #lock(mqs: MessageQueue[]): Promise<Set<string>> {
+    const ok = new Set<string>();
     for (const [brokerName, list] of groupByBroker(mqs)) {
       const addr = this.#client.brokerAddr(brokerName, MASTER_ID);
       if (!addr) continue;
@@ -394,6 +425,7 @@ export class PushConsumer {
         const locked = (JSON.parse(new TextDecoder().decode(res.body)) as { lockOKMQSet?: MessageQueue[] }).lockOKMQSet ?? [];
         const until = Date.now() + LOCK_TTL_MS;
         for (const mq of locked) {
+          ok.add(mqKey(mq));
           const pq = this.#queues.get(mqKey(mq));
           if (pq) pq.lockedUntil = until;
         }
@@ -401,6 +433,7 @@ export class PushConsumer {
         this.#client.log.rateLimited("warn", "lock", `locking queues on ${brokerName} failed: ${errText(e)}`);
       }
     }
+    return ok;
   }
 
   async #unlock(mqs: MessageQueue[]): Promise<void> {
@@ -421,6 +454,12 @@ function groupByBroker(mqs: MessageQueue[]): Map<string, MessageQueue[]> {
     l.push(mq);
   }
   return m;
+}
+
+/** Waits until none of `pqs` is handling a message (orderly), at most `ms`. */
+async function waitIdle(pqs: ProcessQueue[], ms: number): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (pqs.some((pq) => pq.orderlyBusy) && Date.now() < deadline) await sleep(10);
 }
 
 /** setTimeout as a promise (works on Node and Bun). */
