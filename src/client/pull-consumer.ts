@@ -99,6 +99,7 @@ export class PullConsumer {
   }
 
   async #rebalance(): Promise<void> {
+    if (!this.#running) return;
     try {
       const wanted: MessageQueue[] = [];
       if (this.#assigned) wanted.push(...this.#assigned);

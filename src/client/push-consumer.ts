@@ -342,6 +342,11 @@ export class PushConsumer {
       for (;;) {
         if (pq.dropped) return;
         if (await this.#runHandler(msg)) break;
+        // Broadcasting has no shared retry topic (no member reads %RETRY%): like Java, drop it.
+        if (this.#model === "broadcasting") {
+          this.#client.log.rateLimited("warn", "bcast-retry", `broadcast message ${msg.msgId} failed and is not retried`);
+          break;
+        }
         if (await this.#sendBack(msg, 0)) break;
         await sleep(5000);
       }
