@@ -163,4 +163,15 @@ describe("CommitLog", () => {
     expect(unflushed.every((f) => f.mapped)).toBe(true);
     expect(cl.segments[0]!.mapped).toBe(false);
   });
+
+  test("pwrite mode (the SYNC_FLUSH default): same records, readable through the mapping, same rollover", () => {
+    const a = open(4096, "ASYNC_FLUSH");
+    const b = open(4096, "SYNC_FLUSH");
+    const ra = Array.from({ length: 20 }, (_, i) => a.append(rec(i, 700)));
+    const rb = Array.from({ length: 20 }, (_, i) => b.append(rec(i, 700)));
+    expect(rb.map((r) => [r.physicalOffset, r.size, r.queueOffset])).toEqual(ra.map((r) => [r.physicalOffset, r.size, r.queueOffset]));
+    for (const r of rb) expect(b.readRecord(r.physicalOffset, true)!.physicalOffset).toBe(r.physicalOffset);
+    const batch = b.appendBatch([rec(1, 100), rec(2, 100)]);
+    expect(b.readRecord(batch[1]!.physicalOffset, true)!.body[0]).toBe(2);
+  });
 });

@@ -34,6 +34,11 @@ export interface CommitLogOptions {
   segmentBytes: number;
   flushDiskType: FlushDiskType;
   flushIntervalMs: number;
+  /**
+   * How appends reach the page cache: "mmap" (a memory copy; fastest) or "pwrite" (one write()
+   * per append; far less written per fdatasync). Default: pwrite for SYNC_FLUSH, mmap otherwise.
+   */
+  writeMode?: "mmap" | "pwrite";
   now?: () => number;
 }
 
@@ -61,6 +66,9 @@ export class CommitLog {
   #flushing: Promise<void> | null = null;
   #waiters: { offset: number; resolve: (ok: boolean) => void; timer: ReturnType<typeof setTimeout> | null }[] = [];
   #flushTimer: ReturnType<typeof setInterval> | null = null;
+  readonly #pwriteMode: boolean;
+  #scratchBuf: Uint8Array | null = null;
+  #scratchView: DataView | null = null;
   /** Sticky: once a write or flush failed, every later write is refused (NATS' mb.werr). */
   #writeError: Error | null = null;
 
@@ -68,6 +76,15 @@ export class CommitLog {
     this.#opts = opts;
     this.#now = opts.now ?? Date.now;
     this.#files = new MappedFileQueue(opts.dir, opts.segmentBytes);
+    this.#pwriteMode = (opts.writeMode ?? (opts.flushDiskType === "SYNC_FLUSH" ? "pwrite" : "mmap")) === "pwrite";
+  }
+
+  #scratch(size: number): Uint8Array {
+    if (!this.#scratchBuf || this.#scratchBuf.length < size) {
+      this.#scratchBuf = new Uint8Array(Math.max(size, 64 * 1024));
+      this.#scratchView = new DataView(this.#scratchBuf.buffer);
+    }
+    return this.#scratchBuf;
   }
 
   /** Maps the segments found on disk (positions are set by `recover`). */
@@ -131,26 +148,40 @@ export class CommitLog {
     if (total + BLANK_MARKER_SIZE > this.#opts.segmentBytes) {
       throw new CommitLogError(`records of ${total} bytes do not fit in a ${this.#opts.segmentBytes}-byte segment`);
     }
+    const pwrite = this.#pwriteMode;
     let file = this.#files.lastWritable(0);
     if (total + BLANK_MARKER_SIZE > file.remaining) {
-      writeBlankMarker(file.buf, file.wrotePosition, file.remaining);
+      if (pwrite) {
+        const marker = new Uint8Array(BLANK_MARKER_SIZE);
+        writeBlankMarker(marker, 0, file.remaining);
+        file.pwrite(marker, file.wrotePosition);
+      } else {
+        writeBlankMarker(file.buf, file.wrotePosition, file.remaining);
+      }
       file.wrotePosition = file.fileSize;
       file = this.#files.lastWritable(0);
     }
     const storeTimestamp = this.#now();
     const out: AppendResult[] = [];
     try {
+      // pwrite mode encodes into a scratch buffer and writes the whole batch with one write().
+      const dst = pwrite ? this.#scratch(total) : file.buf;
+      const view = pwrite ? this.#scratchView! : file.view;
+      const base = file.wrotePosition;
+      let pos = pwrite ? 0 : base;
       for (let i = 0; i < inputs.length; i++) {
         const input = inputs[i]!;
         const assign = typeof assignQueueOffset === "boolean" ? assignQueueOffset : (assignQueueOffset[i] ?? true);
         const key = `${input.topicName}-${input.queueId}`;
         const queueOffset = assign ? (this.#queueOffsets.get(key) ?? 0) : 0;
-        const physicalOffset = file.fileFromOffset + file.wrotePosition;
-        const size = encodeRecord(file.buf, file.wrotePosition, input, queueOffset, physicalOffset, storeTimestamp, file.view);
-        file.wrotePosition += size;
+        const physicalOffset = file.fileFromOffset + base + (pwrite ? pos : pos - base);
+        const size = encodeRecord(dst, pos, input, queueOffset, physicalOffset, storeTimestamp, view);
+        pos += size;
         if (assign) this.#queueOffsets.set(key, queueOffset + 1);
         out.push({ physicalOffset, size, queueOffset, storeTimestamp });
       }
+      if (pwrite) file.pwrite(dst.subarray(0, total), base);
+      file.wrotePosition = base + total;
     } catch (e) {
       this.#writeError = e instanceof Error ? e : new Error(String(e));
       throw e;

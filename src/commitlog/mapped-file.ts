@@ -11,7 +11,19 @@
  * Invariants: flushedPosition ≤ wrotePosition ≤ fileSize. The file is never truncated while
  * mapped (Bun crashes on access past a shrunk mapping); recovery zeroes a torn tail instead.
  */
-import { closeSync, existsSync, fdatasync, fdatasyncSync, fstatSync, ftruncateSync, openSync, renameSync, rmSync, unlinkSync } from "node:fs";
+import {
+  closeSync,
+  existsSync,
+  fdatasync,
+  fdatasyncSync,
+  fstatSync,
+  ftruncateSync,
+  openSync,
+  renameSync,
+  rmSync,
+  unlinkSync,
+  writeSync,
+} from "node:fs";
 import { basename } from "node:path";
 
 export const FILE_NAME_DIGITS = 20;
@@ -147,6 +159,17 @@ export class MappedFile {
   /** Global offset just past the last written byte. */
   get writeOffset(): number {
     return this.fileFromOffset + this.wrotePosition;
+  }
+
+  /**
+   * Writes through the file descriptor instead of the mapping (readers still see the bytes: the
+   * mapping and write() share the page cache). Used by SYNC_FLUSH: a store through a shared
+   * mapping dirties whole large folios (up to 2 MiB on ext4), so each fdatasync would write
+   * megabytes for a few KiB of messages; write() dirties only the pages it touches.
+   */
+  pwrite(data: Uint8Array, position: number): void {
+    let done = 0;
+    while (done < data.length) done += writeSync(this.#fd, data, done, data.length - done, position + done);
   }
 
   /** Makes everything written so far durable (blocking). */
