@@ -238,9 +238,19 @@ export class MessageStore {
     const seg = segments.find((f) => dispatchFrom >= f.fileFromOffset && dispatchFrom < f.fileFromOffset + f.fileSize);
     const scanFrom = abnormal && seg ? seg.fileFromOffset : dispatchFrom;
     const checkCrc = abnormal ? this.#o.checkCrcOnRecover : false;
-    const scan = scanCommitLog(segments, scanFrom, checkCrc, (rec, offset) => {
-      if (offset >= dispatchFrom) this.#dispatchRecord(rec, offset);
-    });
+    // After a clean stop nothing lies past the end; after a crash, good records can only lie
+    // below what the checkpoint saw flushed (plus a margin for writes flushed after it).
+    const RESYNC_MARGIN_BYTES = 16 * 1024 * 1024;
+    const resyncLimit = !abnormal ? 0 : cpValid ? cp.commitLogFlushedOffset + RESYNC_MARGIN_BYTES : Number.MAX_SAFE_INTEGER;
+    const scan = scanCommitLog(
+      segments,
+      scanFrom,
+      checkCrc,
+      (rec, offset) => {
+        if (offset >= dispatchFrom) this.#dispatchRecord(rec, offset);
+      },
+      resyncLimit,
+    );
     for (const r of scan.corruptRanges) problems.push(`commitlog: damaged bytes [${r.from}, ${r.to}) skipped: ${r.reason}`);
     this.#loadCorruptRanges(scan.corruptRanges, scan.endOffset);
     if (scan.truncatedBytes > 0) problems.push(`commitlog: torn tail of ${scan.truncatedBytes} bytes at ${scan.endOffset} truncated`);

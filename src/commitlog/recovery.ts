@@ -51,6 +51,12 @@ export function scanCommitLog(
   startOffset: number,
   checkCrc: boolean,
   onRecord: (rec: DecodedRecord, offset: number) => void,
+  /**
+   * Resynchronisation looks for later good records only below this offset. Data can only exist
+   * where it was written, so recovery passes what the checkpoint says was durable (plus a
+   * margin): searching the zero tail of a 1 GiB segment would read every page of it.
+   */
+  resyncLimit = Number.MAX_SAFE_INTEGER,
 ): ScanResult {
   const result: ScanResult = { endOffset: startOffset, records: 0, truncatedBytes: 0, corruptRanges: [] };
   if (segments.length === 0) return result;
@@ -72,7 +78,7 @@ export function scanCommitLog(
     if ("totalSize" in r) {
       if (r.physicalOffset !== here) {
         // A well-formed record at the wrong place: treat exactly like damage.
-        const next = resync(segments, i, pos + 1);
+        const next = resync(segments, i, pos + 1, resyncLimit);
         if (!handleDamage(result, here, next, `record claims offset ${r.physicalOffset}`, seg, pos)) return result;
         ({ i, pos } = next!);
         seg = segments[i]!;
@@ -95,7 +101,7 @@ export function scanCommitLog(
       continue;
     }
     const reason = "end" in r ? "unwritten (zero) space" : r.invalid;
-    const next = resync(segments, i, pos + 1);
+    const next = resync(segments, i, pos + 1, resyncLimit);
     if (!handleDamage(result, here, next, reason, seg, pos, "end" in r)) return result;
     ({ i, pos } = next!);
     seg = segments[i]!;
@@ -123,13 +129,15 @@ function handleDamage(
 }
 
 /** Finds the next position that holds a verified record stored at its own offset. */
-function resync(segments: readonly MappedFile[], i: number, from: number): { i: number; pos: number; offset: number } | null {
+function resync(segments: readonly MappedFile[], i: number, from: number, limit: number): { i: number; pos: number; offset: number } | null {
   for (let s = i; s < segments.length; s++) {
     const seg = segments[s]!;
+    if (seg.fileFromOffset >= limit) return null;
+    const end = Math.min(seg.fileSize, limit - seg.fileFromOffset + 8);
     let p = s === i ? from : 0;
-    while (p + 8 <= seg.fileSize) {
+    while (p + 8 <= end) {
       // Jump to the next byte that could start a magic word (offset 4 in a record).
-      const m = seg.buf.indexOf(MAGIC_FIRST_BYTE, p + 4);
+      const m = seg.buf.subarray(0, end).indexOf(MAGIC_FIRST_BYTE, p + 4);
       if (m < 0) break;
       p = m - 4;
       if (p >= 0 && seg.view.getInt32(p + 4) === MESSAGE_MAGIC_CODE && readPhysicalOffset(seg.buf, p) === seg.fileFromOffset + p) {
