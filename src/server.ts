@@ -5,6 +5,7 @@
  */
 import { writeFileSync } from "node:fs";
 import { HELP_TEXT, parseArgs } from "./cli/args.ts";
+import { runBench } from "./bench-cli.ts";
 import { loadConfig, toYaml } from "./config/load.ts";
 import { preflight } from "./config/preflight.ts";
 import type { Config } from "./config/schema.ts";
@@ -41,6 +42,7 @@ async function main(argv: string[]): Promise<number> {
     out(HELP_TEXT);
     return 0;
   }
+  if (args.action === "bench" && args.bench) return await runBench(args.bench);
   const loaded = loadConfig(args.flags.config !== undefined ? { file: args.flags.config, flags: args.flags } : { flags: args.flags });
   if ("errors" in loaded) {
     for (const e of loaded.errors) err(e);
@@ -119,6 +121,9 @@ function startRole(config: Config, portsFile: string | undefined): Running {
         registerNameServerPeriodMs: b.registerNameServerPeriodMs,
         maxMessageSizeBytes: b.maxMessageSizeBytes,
         haMasterAddress: b.haMasterAddress,
+        slaveReadEnable: b.slaveReadEnable,
+        haSlaveTimeoutMs: b.haSlaveTimeoutMs,
+        haTransferBatchBytes: b.haTransferBatchBytes,
         messageDelayLevel: b.messageDelayLevel,
         frameSizeMaxBytes: config.remoting.frameSizeMaxBytes,
         connectionBufferMaxBytes: config.remoting.connectionBufferMaxBytes,
@@ -142,6 +147,7 @@ function startRole(config: Config, portsFile: string | undefined): Running {
           maxTransferBytesOnMessageInDisk: st.maxTransferBytesOnMessageInDisk,
           maxTransferCountOnMessageInDisk: st.maxTransferCountOnMessageInDisk,
           accessMessageInMemoryMaxRatio: st.accessMessageInMemoryMaxRatio,
+          accessMessageInMemoryMaxBytes: st.accessMessageInMemoryMaxBytes,
         },
       });
       const bound = bindOrExplain("broker.listen", b.listen.host, b.listen.port, () => broker!.bind());

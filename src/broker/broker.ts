@@ -78,6 +78,8 @@ export interface ReplicationInfo {
 
 /** Slave: how often it asks its master for the master's CommitLog end (lag reporting). */
 const MASTER_OFFSET_POLL_MS = 1000;
+/** Slave: at most one metadata sync per this interval is brought forward by unknown topics. */
+const EARLY_SYNC_MIN_INTERVAL_MS = 1000;
 
 export interface BrokerInfo {
   replication(): ReplicationInfo;
@@ -107,6 +109,8 @@ export class BrokerController {
   #slaveSync: SlaveSynchronize | null = null;
   /** Slave: the master's addresses, as the name server reported them. */
   #master: { addr?: string; haAddr?: string } = {};
+  /** Slave: when a metadata sync was last brought forward by a message of an unknown topic. */
+  #earlySyncAt = 0;
 
   constructor(o: BrokerOptions) {
     this.#o = o;
@@ -332,7 +336,7 @@ export class BrokerController {
       idleTimeoutMs: 20_000,
       reconnectMs: 1000,
       log: scope("ha-client"),
-      onRecords: (records) => this.#wakeParkedPulls(ctx, records),
+      onRecords: (records) => this.#onReplicated(ctx, records),
       now: this.#now,
     });
     this.#haClient.start();
@@ -357,8 +361,18 @@ export class BrokerController {
     );
   }
 
-  /** Slave: replicated messages wake the pulls parked for them, as a send does on a master. */
-  #wakeParkedPulls(ctx: BrokerContext, records: readonly DecodedRecord[]): void {
+  /**
+   * Slave: replicated messages wake the pulls parked for them, as a send does on a master. A
+   * message of a topic this slave has no config for yet (created on the master since the last
+   * metadata sync) brings the next sync forward, so the slave can serve it without waiting up to
+   * slaveSyncIntervalMs — e.g. when the master dies right after creating the topic.
+   */
+  #onReplicated(ctx: BrokerContext, records: readonly DecodedRecord[]): void {
+    const now = this.#now();
+    if (now - this.#earlySyncAt >= EARLY_SYNC_MIN_INTERVAL_MS && records.some((r) => !ctx.topics.get(r.topic))) {
+      this.#earlySyncAt = now;
+      void this.#slaveSync?.syncAll();
+    }
     if (ctx.hold.heldCount === 0) return;
     for (const r of records) {
       const t = transactionType(r.sysFlag);

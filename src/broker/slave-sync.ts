@@ -3,6 +3,8 @@
  * it copies topic configs, consumer offsets, delay offsets and subscription groups from the
  * master (GET_ALL_TOPIC_CONFIG, GET_ALL_CONSUMER_OFFSET, GET_ALL_DELAY_OFFSET,
  * GET_ALL_SUBSCRIPTIONGROUP_CONFIG), so a consumer that moves to the slave resumes where it was.
+ * It also asks the master for its CommitLog end (GET_BROKER_RUNTIME_INFO, commitLogMaxOffset),
+ * which the slave reports its replication lag against.
  */
 import { parseJsonBytes } from "../common/json.ts";
 import type { Logger } from "../common/log.ts";
@@ -22,6 +24,8 @@ export interface SlaveSyncDeps {
 export class SlaveSynchronize {
   readonly #d: SlaveSyncDeps;
   #lastSyncAt = 0;
+  #polling = false;
+  #round: Promise<boolean> | null = null;
 
   constructor(d: SlaveSyncDeps) {
     this.#d = d;
@@ -31,8 +35,13 @@ export class SlaveSynchronize {
     return this.#lastSyncAt;
   }
 
-  /** One round; problems are logged, never thrown (the next round retries). */
-  async syncAll(): Promise<boolean> {
+  /** One round; problems are logged, never thrown (the next round retries). Rounds never overlap. */
+  syncAll(): Promise<boolean> {
+    this.#round ??= this.#syncAll().finally(() => (this.#round = null));
+    return this.#round;
+  }
+
+  async #syncAll(): Promise<boolean> {
     const addr = this.#d.masterAddr();
     if (!addr) return false;
     const steps: [number, (body: unknown) => string[]][] = [
@@ -59,5 +68,23 @@ export class SlaveSynchronize {
     }
     if (ok) this.#lastSyncAt = Date.now();
     return ok;
+  }
+
+  /** The master's CommitLog end, or undefined if it cannot be asked (no address, no answer). */
+  async masterMaxOffset(timeoutMs = 3000): Promise<number | undefined> {
+    const addr = this.#d.masterAddr();
+    if (!addr || this.#polling) return undefined;
+    this.#polling = true;
+    try {
+      const res = await this.#d.client.invoke(addr, createRequest(RequestCode.GET_BROKER_RUNTIME_INFO), timeoutMs);
+      if (res.code !== ResponseCode.SUCCESS || !res.body) return undefined;
+      const body = parseJsonBytes(res.body) as { table?: Record<string, unknown> } | null;
+      const v = Number(body?.table?.commitLogMaxOffset);
+      return Number.isSafeInteger(v) && v >= 0 ? v : undefined;
+    } catch {
+      return undefined;
+    } finally {
+      this.#polling = false;
+    }
   }
 }

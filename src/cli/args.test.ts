@@ -16,16 +16,49 @@ function errors(argv: string[]): string[] {
 describe("parseArgs", () => {
   test("every value flag, as --flag value", () => {
     const r = ok([
-      "--role", "master", "--config", "c.yaml", "--listen", "0.0.0.0:10911", "--admin", "0.0.0.0:10910",
-      "--namesrv", "a:9876;b:9876", "--store", "/data", "--cluster", "C", "--broker-name", "B", "--broker-id", "0",
-      "--broker-role", "SYNC_MASTER", "--flush-disk", "SYNC_FLUSH", "--log-level", "debug", "--ports-file", "p.json",
+      "--role",
+      "master",
+      "--config",
+      "c.yaml",
+      "--listen",
+      "0.0.0.0:10911",
+      "--admin",
+      "0.0.0.0:10910",
+      "--namesrv",
+      "a:9876;b:9876",
+      "--store",
+      "/data",
+      "--cluster",
+      "C",
+      "--broker-name",
+      "B",
+      "--broker-id",
+      "0",
+      "--broker-role",
+      "SYNC_MASTER",
+      "--flush-disk",
+      "SYNC_FLUSH",
+      "--log-level",
+      "debug",
+      "--ports-file",
+      "p.json",
     ]);
     expect(r).toEqual({
       action: "run",
       flags: {
-        role: "master", config: "c.yaml", listen: "0.0.0.0:10911", admin: "0.0.0.0:10910", namesrv: "a:9876;b:9876",
-        store: "/data", cluster: "C", brokerName: "B", brokerId: "0", brokerRole: "SYNC_MASTER", flushDisk: "SYNC_FLUSH",
-        logLevel: "debug", portsFile: "p.json",
+        role: "master",
+        config: "c.yaml",
+        listen: "0.0.0.0:10911",
+        admin: "0.0.0.0:10910",
+        namesrv: "a:9876;b:9876",
+        store: "/data",
+        cluster: "C",
+        brokerName: "B",
+        brokerId: "0",
+        brokerRole: "SYNC_MASTER",
+        flushDisk: "SYNC_FLUSH",
+        logLevel: "debug",
+        portsFile: "p.json",
       },
     });
   });
@@ -89,10 +122,62 @@ describe("parseArgs", () => {
 describe("HELP_TEXT", () => {
   test("lists every flag and the default ports", () => {
     const flags = [
-      "--role", "--config", "--listen", "--admin", "--namesrv", "--store", "--cluster", "--broker-name", "--broker-id",
-      "--broker-role", "--flush-disk", "--log-level", "--ports-file", "--check-config", "--print-config", "--version", "--help",
+      "--role",
+      "--config",
+      "--listen",
+      "--admin",
+      "--namesrv",
+      "--store",
+      "--cluster",
+      "--broker-name",
+      "--broker-id",
+      "--broker-role",
+      "--flush-disk",
+      "--log-level",
+      "--ports-file",
+      "--check-config",
+      "--print-config",
+      "--version",
+      "--help",
     ];
     for (const f of flags) expect(HELP_TEXT).toContain(`  ${f}`);
     for (const port of ["9876", "9877", "10911", "10912", "10909", "10910"]) expect(HELP_TEXT).toContain(port);
+  });
+});
+
+describe("bench subcommand", () => {
+  test("defaults follow RocketMQ's producer.sh / consumer.sh", () => {
+    const p = ok(["bench", "producer"]);
+    expect(p.action).toBe("bench");
+    expect(p.bench).toMatchObject({
+      mode: "producer",
+      topic: "BenchmarkTest",
+      inflight: 64,
+      bodySize: 128,
+      keys: false,
+      group: "benchmark_producer",
+    });
+    expect(ok(["bench", "consumer"]).bench).toMatchObject({ mode: "consumer", group: "benchmark_consumer", from: "last" });
+  });
+
+  test("short and long flags, -k with and without a value", () => {
+    const a = ok(["bench", "producer", "-n", "h:1;h:2", "-t", "T", "-w", "8", "-s", "1024", "-k", "-g", "G", "--count", "10", "--seconds=5"]);
+    expect(a.bench).toMatchObject({ namesrv: "h:1;h:2", topic: "T", inflight: 8, bodySize: 1024, keys: true, group: "G", count: 10, seconds: 5 });
+    expect(ok(["bench", "producer", "-k", "false", "-t", "X"]).bench).toMatchObject({ keys: false, topic: "X" });
+    expect(ok(["bench", "consumer", "--from", "first", "--topic=Y"]).bench).toMatchObject({ from: "first", topic: "Y" });
+  });
+
+  test("bad values and unknown flags are errors", () => {
+    expect(errors(["bench"])[0]).toContain('expected "producer" or "consumer"');
+    expect(errors(["bench", "producer", "-w", "0"])[0]).toContain("-w");
+    expect(errors(["bench", "producer", "-s", "x"])[0]).toContain("-s");
+    expect(errors(["bench", "consumer", "--from", "middle"])[0]).toContain("first or last");
+    expect(errors(["bench", "producer", "--topc", "T"])[0]).toContain('did you mean "--topic"');
+  });
+
+  test("HELP_TEXT documents the bench flags", () => {
+    for (const f of ["bench producer", "bench consumer", "-n, --namesrv", "-w, --inflight", "-s, --size", "-k, --keys", "--count N", "--seconds N"]) {
+      expect(HELP_TEXT).toContain(f);
+    }
   });
 });

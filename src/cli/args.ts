@@ -8,11 +8,34 @@ import { closest, ROLES } from "../config/schema.ts";
 
 export type { CliFlags } from "../config/load.ts";
 
-export type CliAction = "run" | "check-config" | "print-config" | "version" | "help";
+export type CliAction = "run" | "check-config" | "print-config" | "version" | "help" | "bench";
 
 export interface CliArgs {
   action: CliAction;
   flags: CliFlags;
+  /** `rocketbun bench producer|consumer ...` */
+  bench?: BenchOptions;
+}
+
+/** `rocketbun bench`: a load generator like RocketMQ's producer.sh / consumer.sh. */
+export interface BenchOptions {
+  mode: "producer" | "consumer";
+  /** Name servers, "a:9876;b:9876". */
+  namesrv: string;
+  topic: string;
+  /** Producer: sends in flight (each awaits its answer before the next). */
+  inflight: number;
+  /** Producer: body bytes. */
+  bodySize: number;
+  /** Producer: give every message a unique key (the broker indexes it). */
+  keys: boolean;
+  group: string;
+  /** Consumer: start from the first offset instead of the last when the group has none. */
+  from: "first" | "last";
+  /** Stop after this many messages sent (producer) or received (consumer). */
+  count?: number;
+  /** Stop after this many seconds. */
+  seconds?: number;
 }
 
 /** Flags that take a value, with the placeholder shown in messages. */
@@ -45,6 +68,7 @@ const ACTION_FLAGS: Record<string, Exclude<CliAction, "run">> = {
  * `--help` and `--version` win over everything else, including other errors, so they always work.
  */
 export function parseArgs(argv: string[]): CliArgs | { errors: string[] } {
+  if (argv[0] === "bench") return parseBenchArgs(argv.slice(1));
   const flags: CliFlags = {};
   const errors: string[] = [];
   const actions = new Set<Exclude<CliAction, "run">>();
@@ -94,7 +118,90 @@ export function parseArgs(argv: string[]): CliArgs | { errors: string[] } {
   return { action, flags };
 }
 
+const BENCH_FLAGS: Record<string, "namesrv" | "topic" | "inflight" | "size" | "keys" | "group" | "count" | "seconds" | "from"> = {
+  "-n": "namesrv",
+  "--namesrv": "namesrv",
+  "-t": "topic",
+  "--topic": "topic",
+  "-w": "inflight",
+  "--inflight": "inflight",
+  "-s": "size",
+  "--size": "size",
+  "-k": "keys",
+  "--keys": "keys",
+  "-g": "group",
+  "--group": "group",
+  "--count": "count",
+  "--seconds": "seconds",
+  "--from": "from",
+};
+
+/** `bench producer|consumer [flags]` (RocketMQ's benchmark flags: -n -t -w -s -k -g). */
+export function parseBenchArgs(argv: string[]): CliArgs | { errors: string[] } {
+  const errors: string[] = [];
+  if (argv.includes("--help") || argv.includes("-h")) return { action: "help", flags: {} };
+  const mode = argv[0];
+  if (mode !== "producer" && mode !== "consumer") return { errors: [`bench: expected "producer" or "consumer", got ${JSON.stringify(mode ?? "")}`] };
+  const o: BenchOptions = {
+    mode,
+    namesrv: process.env.NAMESRV_ADDR ?? "127.0.0.1:9876",
+    topic: "BenchmarkTest",
+    inflight: 64,
+    bodySize: 128,
+    keys: false,
+    group: mode === "producer" ? "benchmark_producer" : "benchmark_consumer",
+    from: "last",
+  };
+  const positive = (name: string, v: string, max: number): number | undefined => {
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < 1 || n > max) {
+      errors.push(`${name}: expected a whole number from 1 to ${max}, got ${JSON.stringify(v)}`);
+      return undefined;
+    }
+    return n;
+  };
+  for (let i = 1; i < argv.length; i++) {
+    const arg = argv[i] ?? "";
+    const eq = arg.startsWith("--") ? arg.indexOf("=") : -1;
+    const name = eq >= 0 ? arg.slice(0, eq) : arg;
+    const key = BENCH_FLAGS[name];
+    if (key === undefined) {
+      const near = closest(name, Object.keys(BENCH_FLAGS));
+      errors.push(`bench: ${name}: unknown flag${near !== undefined ? ` (did you mean "${near}"?)` : ""}`);
+      continue;
+    }
+    let value: string | undefined;
+    if (eq >= 0) value = arg.slice(eq + 1);
+    else if (key === "keys") {
+      // RocketMQ writes "-k true"; a bare -k means true.
+      const next = argv[i + 1];
+      value = next === "true" || next === "false" ? argv[++i] : "true";
+    } else if (argv[i + 1] !== undefined) value = argv[++i];
+    if (value === undefined || value === "") {
+      errors.push(`bench: ${name}: missing value`);
+      continue;
+    }
+    if (key === "namesrv") o.namesrv = value;
+    else if (key === "topic") o.topic = value;
+    else if (key === "group") o.group = value;
+    else if (key === "inflight") o.inflight = positive(name, value, 65536) ?? o.inflight;
+    else if (key === "size") o.bodySize = positive(name, value, 4 * 1024 * 1024) ?? o.bodySize;
+    else if (key === "count") o.count = positive(name, value, Number.MAX_SAFE_INTEGER);
+    else if (key === "seconds") o.seconds = positive(name, value, 365 * 24 * 3600);
+    else if (key === "keys") {
+      if (value !== "true" && value !== "false") errors.push(`bench: ${name}: expected true or false, got ${JSON.stringify(value)}`);
+      o.keys = value === "true";
+    } else if (key === "from") {
+      if (value !== "first" && value !== "last") errors.push(`bench: ${name}: expected first or last, got ${JSON.stringify(value)}`);
+      else o.from = value;
+    }
+  }
+  if (errors.length > 0) return { errors };
+  return { action: "bench", flags: {}, bench: o };
+}
+
 export const HELP_TEXT = `Usage: rocketbun --role namesrv|master|slave|standalone [--config FILE] [flags]
+       rocketbun bench producer|consumer [-n NAMESRV] [-t TOPIC] [bench flags]
 
 A RocketMQ-compatible message broker. Precedence: flags > config file > built-in defaults.
 
@@ -124,6 +231,20 @@ Flags:
   --help, -h                  print this help and exit
 
 Both --flag value and --flag=value are accepted.
+
+Benchmark (like RocketMQ's producer.sh / consumer.sh; standard requests only, so it works against
+Apache RocketMQ too). One line per second; a summary at the end:
+  rocketbun bench producer    Send TPS, max and average RT (ms), failures
+  rocketbun bench consumer    Consume TPS, average and max latency from the born (B2C) and store (S2C) time
+  -n, --namesrv ADDR[;ADDR]   name servers (default $NAMESRV_ADDR, else 127.0.0.1:9876)
+  -t, --topic TOPIC           topic (default BenchmarkTest; create it first)
+  -w, --inflight N            producer: sends in flight (default 64)
+  -s, --size BYTES            producer: body size (default 128)
+  -k, --keys [true|false]     producer: a unique key per message (default false)
+  -g, --group GROUP           producer or consumer group (default benchmark_producer / benchmark_consumer)
+  --from first|last           consumer: where a new group starts (default last)
+  --count N                   stop after N messages sent or received
+  --seconds N                 stop after N seconds (without either: run until Ctrl-C)
 
 Default ports (port 0 = any free port; see --ports-file):
   name server  9876, admin 9877 (listen port + 1)

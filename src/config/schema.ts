@@ -53,6 +53,9 @@ export interface Config {
     brokerRole: BrokerRole;
     brokerIP1: string;
     haMasterAddress: string;
+    slaveReadEnable: boolean;
+    haSlaveTimeoutMs: number;
+    haTransferBatchBytes: number;
     autoCreateTopicEnable: boolean;
     defaultTopicQueueNums: number;
     registerNameServerPeriodMs: number;
@@ -84,6 +87,8 @@ export interface Config {
     maxTransferCountOnMessageInDisk: number;
     /** Percent of physical RAM, 1..100. */
     accessMessageInMemoryMaxRatio: number;
+    /** 0 = use accessMessageInMemoryMaxRatio; otherwise the distance in bytes. */
+    accessMessageInMemoryMaxBytes: number;
   };
 }
 
@@ -102,6 +107,9 @@ export type ConfigValue = string | number | boolean | HostPort | string[];
 
 /** Largest value a signed 32-bit wire or file field can carry (frame length, segment position). */
 export const INT32_MAX = 2147483647;
+
+/** Largest HA chunk a slave accepts (the slave side's limit; see src/ha/transfer.ts, which config may not import). */
+export const HA_CHUNK_MAX_BYTES = 16 * 1024 * 1024;
 
 export const NAMESRV_PORT = 9876;
 export const BROKER_PORT = 10911;
@@ -219,6 +227,13 @@ export const KEYS: readonly KeyDef[] = [
   { key: "broker.haMasterAddress", type: { kind: "hostPort", minPort: 1, allowEmpty: true },
     roles: ["slave"], doc: "slave only: the master's HA HOST:PORT",
     defaultDoc: "\"\" = learned from the name server" },
+  { key: "broker.slaveReadEnable", type: { kind: "bool" }, roles: BROKER_ROLES,
+    doc: "pulls of data no longer in memory (see store.accessMessageInMemoryMaxRatio) are told to go to a slave" },
+  { key: "broker.haSlaveTimeoutMs", type: int(1), unit: "ms", roles: ["master", "standalone"],
+    doc: "SYNC_MASTER: how long a send waits for a slave's ack before answering FLUSH_SLAVE_TIMEOUT" },
+  // A slave refuses chunks over 16 MiB (HA_CHUNK_MAX_BYTES in src/ha/transfer.ts).
+  { key: "broker.haTransferBatchBytes", type: int(4096, HA_CHUNK_MAX_BYTES), unit: "bytes",
+    roles: ["master", "standalone"], doc: "largest chunk of CommitLog bytes sent to a slave at once" },
   { key: "broker.autoCreateTopicEnable", type: { kind: "bool" }, roles: BROKER_ROLES,
     doc: "create a topic on first send instead of rejecting it",
     defaultDoc: "true for standalone, false for master/slave" },
@@ -271,6 +286,9 @@ export const KEYS: readonly KeyDef[] = [
     doc: "pull batch message limit for data read from disk" },
   { key: "store.accessMessageInMemoryMaxRatio", type: int(1, 100), unit: "percent", roles: BROKER_ROLES,
     doc: "data further than this share of physical RAM behind the CommitLog tail counts as on disk" },
+  { key: "store.accessMessageInMemoryMaxBytes", type: int(0), unit: "bytes", roles: BROKER_ROLES,
+    doc: "if > 0, this distance behind the CommitLog tail (instead of accessMessageInMemoryMaxRatio) counts as on disk",
+    defaultDoc: "0 = accessMessageInMemoryMaxRatio percent of physical RAM" },
 ];
 
 const BY_KEY = new Map<string, KeyDef>(KEYS.map((d) => [d.key, d]));
@@ -308,6 +326,9 @@ export function defaultConfig(role: Role): Config {
       brokerRole: slave ? "SLAVE" : "ASYNC_MASTER",
       brokerIP1: "",
       haMasterAddress: "",
+      slaveReadEnable: false,
+      haSlaveTimeoutMs: 3000,
+      haTransferBatchBytes: 256 * 1024,
       autoCreateTopicEnable: role === "standalone",
       defaultTopicQueueNums: 8,
       registerNameServerPeriodMs: 30000,
@@ -334,6 +355,7 @@ export function defaultConfig(role: Role): Config {
       maxTransferBytesOnMessageInDisk: 64 * 1024,
       maxTransferCountOnMessageInDisk: 8,
       accessMessageInMemoryMaxRatio: 40,
+      accessMessageInMemoryMaxBytes: 0,
     },
   };
 }

@@ -1,14 +1,25 @@
 /**
  * HAClient (slave side): connects to the master's HA port, reports its CommitLog max offset at
- * once and after every batch it applies (and every `reportIntervalMs`), and writes the bytes the
- * master streams at the same offsets, dispatching ConsumeQueue and index entries as records
- * complete. A chunk that does not continue the local log, a broken stream, or a master silent
- * for `idleTimeoutMs` closes the connection; it reconnects after `reconnectMs` and resumes from
- * its own max offset, so nothing is ever written twice or out of place.
+ * once, after every batch it applies and every `reportIntervalMs`, and writes what the master
+ * streams at the same offsets — whole verified records only (./record-stream.ts), so the local
+ * log never holds a byte the master did not write there. The store dispatches ConsumeQueue and
+ * index entries as records land.
+ *
+ * A chunk that does not continue the local log, a record that fails its checks, a broken frame,
+ * a master silent for `idleTimeoutMs` or a change of the master's address closes the connection;
+ * it reconnects after `reconnectMs` and resumes from its own max offset. Each connection has its
+ * own decoder and record stream, and events of a connection that is no longer current are ignored.
+ *
+ * Lag: the broker feeds the master's max offset (`noteMasterMaxOffset`, polled over remoting);
+ * lagBytes = that minus the local end, lagSeconds = how long ago the master was first seen holding
+ * bytes the slave still lacks (./lag.ts).
  */
 import type { Socket } from "bun";
 import type { Logger } from "../common/log.ts";
+import type { DecodedRecord } from "../common/message-record.ts";
 import type { MessageStore } from "../commitlog/index.ts";
+import { LagTracker } from "./lag.ts";
+import { RecordStream } from "./record-stream.ts";
 import { ChunkDecoder, encodeReport } from "./transfer.ts";
 
 export interface HAClientOptions {
@@ -18,22 +29,48 @@ export interface HAClientOptions {
   reportIntervalMs: number;
   idleTimeoutMs: number;
   reconnectMs: number;
+  /** How long a connection attempt may take (default 5000 ms). */
+  connectTimeoutMs?: number;
   log: Logger;
+  /** Records that were just written and dispatched (e.g. to wake parked pulls). */
+  onRecords?: (records: readonly DecodedRecord[]) => void;
+  now?: () => number;
 }
 
 export interface HAClientStatus {
   connected: boolean;
   masterHaAddr: string | undefined;
+  /** This slave's CommitLog end. */
   maxOffset: number;
+  /** The master's CommitLog end as last polled (-1 = not known yet), and when. */
+  masterMaxOffset: number;
+  masterMaxOffsetAt: number;
+  lagBytes: number;
+  lagSeconds: number;
+  /** Store time of the newest record this slave applied (-1 = none since start). */
+  lastAppliedStoreTimestamp: number;
   lastReceiveAt: number;
   bytesReceived: number;
+  /** Connections dropped because the stream was broken or did not continue the local log. */
+  streamErrors: number;
+  lastStreamError: string | undefined;
 }
+
+/** One TCP connection to the master, with its own framing and record state. */
+interface Link {
+  socket: Socket<Link> | null;
+  addr: string;
+  decoder: ChunkDecoder;
+  records: RecordStream;
+  closed: boolean;
+}
+
+const CONNECT_TIMEOUT_MS = 5000;
 
 export class HAClient {
   readonly #o: HAClientOptions;
-  #socket: Socket<undefined> | null = null;
-  #decoder = new ChunkDecoder();
-  #addr: string | undefined;
+  readonly #now: () => number;
+  #link: Link | null = null;
   #running = false;
   #timer: ReturnType<typeof setInterval> | null = null;
   #connecting = false;
@@ -41,9 +78,14 @@ export class HAClient {
   #lastReportAt = 0;
   #nextAttemptAt = 0;
   #bytesReceived = 0;
+  #streamErrors = 0;
+  #lastStreamError: string | undefined;
+  #lastAppliedStoreTimestamp = -1;
+  readonly #lag = new LagTracker();
 
   constructor(o: HAClientOptions) {
     this.#o = o;
+    this.#now = o.now ?? Date.now;
   }
 
   start(): void {
@@ -57,30 +99,52 @@ export class HAClient {
     this.#running = false;
     if (this.#timer) clearInterval(this.#timer);
     this.#timer = null;
-    this.#socket?.end();
-    this.#socket = null;
+    this.#drop(this.#link);
+  }
+
+  /** The master's CommitLog end, as the broker learned it (for lag reporting). */
+  noteMasterMaxOffset(offset: number): void {
+    this.#lag.record(offset, this.#now());
   }
 
   status(): HAClientStatus {
+    const now = this.#now();
+    const max = this.#o.store.maxPhyOffset;
+    const m = this.#lag.latest;
     return {
-      connected: this.#socket !== null,
-      masterHaAddr: this.#addr,
-      maxOffset: this.#o.store.maxPhyOffset,
+      connected: this.#link?.socket != null,
+      masterHaAddr: this.#link?.addr ?? this.#o.masterHaAddr(),
+      maxOffset: max,
+      masterMaxOffset: m ? m.offset : -1,
+      masterMaxOffsetAt: m ? m.at : 0,
+      lagBytes: m ? Math.max(0, m.offset - max) : 0,
+      lagSeconds: this.#lag.lagMs(max, now) / 1000,
+      lastAppliedStoreTimestamp: this.#lastAppliedStoreTimestamp,
       lastReceiveAt: this.#lastReceiveAt,
       bytesReceived: this.#bytesReceived,
+      streamErrors: this.#streamErrors,
+      lastStreamError: this.#lastStreamError,
     };
   }
 
   #tick(): void {
     if (!this.#running) return;
-    const now = Date.now();
-    if (this.#socket) {
-      if (now - this.#lastReceiveAt > this.#o.idleTimeoutMs) {
-        this.#o.log.warn(`master ${this.#addr} silent for ${this.#o.idleTimeoutMs} ms: reconnecting`);
-        this.#close();
+    const now = this.#now();
+    const link = this.#link;
+    if (link?.socket) {
+      const want = this.#o.masterHaAddr();
+      if (want && want !== link.addr) {
+        this.#o.log.info(`master HA address changed from ${link.addr} to ${want}: reconnecting`);
+        this.#drop(link);
+        this.#nextAttemptAt = now;
         return;
       }
-      if (now - this.#lastReportAt >= this.#o.reportIntervalMs) this.#report();
+      if (now - this.#lastReceiveAt > this.#o.idleTimeoutMs) {
+        this.#o.log.warn(`master ${link.addr} silent for ${this.#o.idleTimeoutMs} ms: reconnecting`);
+        this.#drop(link);
+        return;
+      }
+      if (now - this.#lastReportAt >= this.#o.reportIntervalMs) this.#report(link);
       return;
     }
     if (!this.#connecting && now >= this.#nextAttemptAt) void this.#connect();
@@ -95,74 +159,115 @@ export class HAClient {
       return;
     }
     this.#connecting = true;
-    this.#addr = addr;
-    this.#decoder = new ChunkDecoder();
+    const store = this.#o.store;
+    const empty = store.commitLog.segments.length === 0;
+    const link: Link = {
+      socket: null,
+      addr,
+      decoder: new ChunkDecoder(),
+      records: new RecordStream(store.commitLog.segmentBytes, empty ? null : store.maxPhyOffset),
+      closed: false,
+    };
+    let timer: ReturnType<typeof setTimeout> | undefined;
     try {
-      const socket = await Bun.connect<undefined>({
+      const connecting = Bun.connect<Link>({
         hostname: m[1]!.replace(/^\[|\]$/g, ""),
         port: Number(m[2]),
+        data: link,
         socket: {
           binaryType: "uint8array",
-          data: (_s, chunk) => this.#onData(chunk),
-          close: () => this.#onClosed(),
-          error: () => this.#onClosed(),
+          data: (s, chunk) => this.#onData(s.data, chunk),
+          close: (s) => this.#onClosed(s.data),
+          error: (s) => this.#onClosed(s.data),
         },
       });
-      if (!this.#running) {
-        socket.end();
+      const timeoutMs = this.#o.connectTimeoutMs ?? CONNECT_TIMEOUT_MS;
+      const timeout = new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), timeoutMs)));
+      const socket = await Promise.race([connecting, timeout]);
+      if (!socket) {
+        // Late success is closed at once; a late failure is swallowed.
+        connecting.then(
+          (s) => s.terminate(),
+          () => {},
+        );
+        throw new Error(`no connection within ${timeoutMs} ms`);
+      }
+      if (!this.#running || link.closed) {
+        socket.terminate();
         return;
       }
       socket.setNoDelay(true);
-      this.#socket = socket;
-      this.#lastReceiveAt = Date.now();
-      this.#o.log.info(`connected to master HA ${addr}; reporting offset ${this.#o.store.maxPhyOffset}`);
-      this.#report();
+      link.socket = socket;
+      this.#link = link;
+      this.#lastReceiveAt = this.#now();
+      this.#o.log.info(`connected to master HA ${addr}; reporting offset ${store.maxPhyOffset}`);
+      this.#report(link);
     } catch (e) {
       this.#o.log.rateLimited("warn", "ha-connect", `cannot connect to master HA ${addr}: ${e instanceof Error ? e.message : String(e)}`);
-      this.#nextAttemptAt = Date.now() + this.#o.reconnectMs;
+      this.#nextAttemptAt = this.#now() + this.#o.reconnectMs;
     } finally {
+      clearTimeout(timer);
       this.#connecting = false;
     }
   }
 
-  #report(): void {
-    if (!this.#socket) return;
-    this.#lastReportAt = Date.now();
-    this.#socket.write(encodeReport(this.#o.store.maxPhyOffset));
+  #report(link: Link): void {
+    if (!link.socket || link.closed) return;
+    this.#lastReportAt = this.#now();
+    link.socket.write(encodeReport(this.#o.store.maxPhyOffset));
   }
 
-  #onData(chunk: Uint8Array): void {
-    this.#lastReceiveAt = Date.now();
-    const frames = this.#decoder.feed(chunk);
-    if (!Array.isArray(frames)) {
-      this.#o.log.warn(`broken HA stream from ${this.#addr}: ${frames.invalid}; reconnecting`);
-      this.#close();
-      return;
-    }
+  #onData(link: Link, chunk: Uint8Array): void {
+    if (link.closed) return;
+    this.#lastReceiveAt = this.#now();
+    const frames = link.decoder.feed(chunk);
+    if (!Array.isArray(frames)) return this.#broken(link, frames.invalid);
+    const store = this.#o.store;
     let applied = false;
     for (const f of frames) {
-      if (f.data.length === 0) continue;
-      const bad = this.#o.store.appendReplicated(f.offset, f.data);
-      if (bad) {
-        this.#o.log.warn(`HA chunk from ${this.#addr} refused: ${bad.invalid}; reconnecting to resume from ${this.#o.store.maxPhyOffset}`);
-        this.#close();
-        return;
+      const r = link.records.feed(f.offset, f.data);
+      // Verified records before a fault are written even when the stream then breaks.
+      for (const a of r.appends) {
+        const bad = store.appendReplicated(a.offset, a.data);
+        if (bad) return this.#broken(link, `the store refused ${a.data.length} bytes at ${a.offset}: ${bad.invalid}`);
+        applied = true;
       }
       this.#bytesReceived += f.data.length;
-      applied = true;
+      const last = r.records.at(-1);
+      if (last) this.#lastAppliedStoreTimestamp = last.storeTimestamp;
+      if (r.records.length > 0 && this.#o.onRecords) {
+        try {
+          this.#o.onRecords(r.records);
+        } catch (e) {
+          this.#o.log.rateLimited("error", "ha-on-records", `handling replicated records failed: ${e instanceof Error ? e.message : String(e)}`);
+        }
+      }
+      if (r.invalid !== undefined) return this.#broken(link, r.invalid);
     }
-    if (applied) this.#report();
+    if (applied) this.#report(link);
   }
 
-  #close(): void {
-    this.#socket?.end();
-    this.#socket = null;
-    this.#nextAttemptAt = Date.now() + this.#o.reconnectMs;
+  #broken(link: Link, why: string): void {
+    this.#streamErrors++;
+    this.#lastStreamError = why;
+    const msg = `HA stream from ${link.addr} broken: ${why}; reconnecting to resume from ${this.#o.store.maxPhyOffset}`;
+    this.#o.log.rateLimited("warn", "ha-broken", msg);
+    this.#drop(link);
   }
 
-  #onClosed(): void {
-    if (this.#socket) this.#o.log.info(`HA connection to ${this.#addr} closed`);
-    this.#socket = null;
-    this.#nextAttemptAt = Date.now() + this.#o.reconnectMs;
+  /** Closes a connection for good; the timer reconnects after reconnectMs. */
+  #drop(link: Link | null): void {
+    if (!link || link.closed) return;
+    link.closed = true;
+    link.socket?.terminate();
+    link.socket = null;
+    if (this.#link === link) this.#link = null;
+    this.#nextAttemptAt = this.#now() + this.#o.reconnectMs;
+  }
+
+  #onClosed(link: Link): void {
+    if (link.closed) return;
+    this.#o.log.info(`HA connection to ${link.addr} closed`);
+    this.#drop(link);
   }
 }

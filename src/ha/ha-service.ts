@@ -5,11 +5,15 @@
  * a segment end. Each later report is an acknowledgement, used by SYNC_MASTER sends
  * (`waitForAck`). A slave that reports nothing for `idleTimeoutMs` is dropped; an idle stream
  * gets a heartbeat chunk (size 0) every `heartbeatMs`.
+ *
+ * Lag per slave: lagBytes = this master's end minus the slave's acknowledged offset; lagSeconds =
+ * the age (by store time) of the first record the slave has not acknowledged, 0 when it has all.
  */
 import type { Socket, TCPSocketListener } from "bun";
 import type { Logger } from "../common/log.ts";
+import { MESSAGE_MAGIC_CODE, readPhysicalOffset, readStoreTimestamp, readTotalSize } from "../common/message-record.ts";
 import type { MessageStore } from "../commitlog/index.ts";
-import { encodeChunkHeader, ReportDecoder } from "./transfer.ts";
+import { encodeChunkHeader, HA_HEADER_SIZE, ReportDecoder } from "./transfer.ts";
 
 export interface HAServiceOptions {
   host: string;
@@ -22,6 +26,12 @@ export interface HAServiceOptions {
   log: Logger;
 }
 
+/** Chunks up to this size are copied behind their header and written at once. */
+const COPY_MAX_BYTES = 16 * 1024;
+
+/** Bytes of a record header up to the end of STORETIMESTAMP (with an IPv6 born host). */
+const STORE_TIME_END_MAX = 80;
+
 export type AckResult = "OK" | "TIMEOUT" | "NO_SLAVE";
 
 export interface SlaveStatus {
@@ -29,7 +39,10 @@ export interface SlaveStatus {
   ackOffset: number;
   transferOffset: number;
   lagBytes: number;
+  lagSeconds: number;
   lastReportAt: number;
+  /** Last time this slave's acknowledgement reached the master's end (0 = not yet). */
+  caughtUpAt: number;
 }
 
 class SlaveConnection {
@@ -37,12 +50,15 @@ class SlaveConnection {
   readonly socket: Socket<SlaveConnection | undefined>;
   readonly decoder = new ReportDecoder();
   ackOffset = -1;
+  /** The newest report received (-1 = none yet). */
+  reported = -1;
   /** Next byte to send; -1 until the first report. */
   transferOffset = -1;
   lastReportAt = Date.now();
   lastSendAt = Date.now();
-  /** Bytes the socket did not take yet (wait for drain). */
-  pending: Uint8Array | null = null;
+  caughtUpAt = 0;
+  /** Bytes the socket did not take yet, in order (wait for drain). */
+  pending: Uint8Array[] = [];
 
   constructor(socket: Socket<SlaveConnection | undefined>) {
     this.socket = socket;
@@ -98,7 +114,8 @@ export class HAService {
 
   attachStore(store: MessageStore): void {
     this.#store = store;
-    for (const c of this.#slaves) this.#pump(c);
+    // Reports that arrived before the store was open are applied now.
+    for (const c of [...this.#slaves]) if (c.reported >= 0) this.#applyReport(c, c.reported);
   }
 
   stop(): void {
@@ -140,13 +157,46 @@ export class HAService {
 
   status(): SlaveStatus[] {
     const max = this.#store?.maxPhyOffset ?? 0;
-    return [...this.#slaves].map((c) => ({
-      addr: c.addr,
-      ackOffset: c.ackOffset,
-      transferOffset: c.transferOffset,
-      lagBytes: c.ackOffset >= 0 ? Math.max(0, max - c.ackOffset) : max,
-      lastReportAt: c.lastReportAt,
-    }));
+    const now = Date.now();
+    return [...this.#slaves].map((c) => {
+      const lagBytes = c.ackOffset >= 0 ? Math.max(0, max - c.ackOffset) : max;
+      let lagMs = 0;
+      if (lagBytes > 0) {
+        const t = this.#storeTimeAt(Math.max(0, c.ackOffset));
+        // A Java slave may acknowledge mid-record: then count from when it was last caught up.
+        lagMs = t !== undefined ? now - t : c.caughtUpAt > 0 ? now - c.caughtUpAt : 0;
+      }
+      return {
+        addr: c.addr,
+        ackOffset: c.ackOffset,
+        transferOffset: c.transferOffset,
+        lagBytes,
+        lagSeconds: Math.max(0, lagMs) / 1000,
+        lastReportAt: c.lastReportAt,
+        caughtUpAt: c.caughtUpAt,
+      };
+    });
+  }
+
+  /** Store time of the record starting at `offset` (past a BLANK marker: the next segment's first). */
+  #storeTimeAt(offset: number): number | undefined {
+    const store = this.#store;
+    if (!store) return undefined;
+    for (let hop = 0; hop < 2; hop++) {
+      const seg = store.commitLog.segmentFor(offset);
+      if (!seg) return undefined;
+      const pos = offset - seg.fileFromOffset;
+      if (pos + 8 > seg.wrotePosition) return undefined;
+      const buf = seg.buf;
+      const magic = new DataView(buf.buffer, buf.byteOffset + pos + 4, 4).getInt32(0);
+      if (magic === MESSAGE_MAGIC_CODE) {
+        if (pos + STORE_TIME_END_MAX > seg.wrotePosition || readPhysicalOffset(buf, pos) !== offset) return undefined;
+        return readStoreTimestamp(buf, pos);
+      }
+      if (readTotalSize(buf, pos) !== seg.fileSize - pos) return undefined;
+      offset = seg.fileFromOffset + seg.fileSize;
+    }
+    return undefined;
   }
 
   #bestAck(): number {
@@ -159,14 +209,25 @@ export class HAService {
     const offset = c.decoder.feed(chunk);
     if (offset === undefined) return;
     c.lastReportAt = Date.now();
+    c.reported = offset;
+    this.#applyReport(c, offset);
+  }
+
+  #applyReport(c: SlaveConnection, offset: number): void {
     const store = this.#store;
     if (!store) return;
     if (offset > store.maxPhyOffset) {
-      this.#o.log.warn(`slave ${c.addr} reports offset ${offset} beyond this master's end ${store.maxPhyOffset}: dropping it`);
+      // The slave holds data this master does not (it lost its tail): the slave cannot follow it.
+      this.#o.log.rateLimited(
+        "warn",
+        `ha-ahead-${c.addr}`,
+        `slave ${c.addr} reports offset ${offset} beyond this master's end ${store.maxPhyOffset}: dropping it`,
+      );
       c.socket.end();
       return;
     }
     c.ackOffset = offset;
+    if (offset >= store.maxPhyOffset) c.caughtUpAt = Date.now();
     if (c.transferOffset < 0) {
       // First report: where replication starts. An empty slave gets everything still retained.
       c.transferOffset = offset === 0 ? store.minPhyOffset : offset;
@@ -192,41 +253,55 @@ export class HAService {
   #pump(c: SlaveConnection): void {
     const store = this.#store;
     if (c.transferOffset < 0 || !store) return;
-    if (c.pending && !this.#write(c, c.pending)) return;
+    if (c.pending.length > 0 && !this.#write(c, c.pending.splice(0))) return;
     while (c.transferOffset < store.maxPhyOffset) {
       const seg = store.commitLog.segmentFor(c.transferOffset);
       if (!seg) {
-        // The slave wants bytes this master no longer has (deleted by retention).
-        this.#o.log.warn(
-          `slave ${c.addr} wants offset ${c.transferOffset}, below this master's retained data; restarting it at ${store.minPhyOffset}`,
+        // The slave wants bytes this master no longer has (deleted by retention): it cannot
+        // continue its log from here. Bytes at other offsets would only be refused; drop it.
+        this.#o.log.rateLimited(
+          "error",
+          `ha-retained-${c.addr}`,
+          `slave ${c.addr} needs offset ${c.transferOffset}, which this master no longer retains (its log starts at ` +
+            `${store.minPhyOffset}); the slave cannot catch up until its store is emptied`,
         );
-        c.transferOffset = store.minPhyOffset;
-        continue;
+        c.socket.end();
+        this.#drop(c);
+        return;
       }
       const pos = c.transferOffset - seg.fileFromOffset;
       const n = Math.min(this.#o.batchBytes, seg.wrotePosition - pos);
       if (n <= 0) break;
-      const frame = new Uint8Array(12 + n);
-      frame.set(encodeChunkHeader(c.transferOffset, n), 0);
-      frame.set(seg.buf.subarray(pos, pos + n), 12);
+      const header = encodeChunkHeader(c.transferOffset, n);
+      const bytes = seg.buf.subarray(pos, pos + n);
       c.transferOffset += n;
       c.lastSendAt = Date.now();
-      if (!this.#write(c, frame)) return;
+      // Small chunks (a send or two) go out as one write; large ones straight from the mapping.
+      let parts: Uint8Array[];
+      if (n <= COPY_MAX_BYTES) {
+        const frame = new Uint8Array(HA_HEADER_SIZE + n);
+        frame.set(header);
+        frame.set(bytes, HA_HEADER_SIZE);
+        parts = [frame];
+      } else parts = [header, bytes];
+      if (!this.#write(c, parts)) return;
     }
   }
 
-  /** Writes a frame; false if the socket is backed up (the rest waits in `pending`). */
-  #write(c: SlaveConnection, data: Uint8Array): boolean {
-    const n = c.socket.write(data);
-    if (n < 0) {
-      this.#drop(c);
-      return false;
+  /** Writes the parts in order; false if the socket is backed up (the rest waits in `pending`). */
+  #write(c: SlaveConnection, parts: Uint8Array[]): boolean {
+    for (let i = 0; i < parts.length; i++) {
+      const data = parts[i]!;
+      const n = c.socket.write(data);
+      if (n < 0) {
+        this.#drop(c);
+        return false;
+      }
+      if (n < data.length) {
+        c.pending = [data.subarray(n), ...parts.slice(i + 1)];
+        return false;
+      }
     }
-    if (n < data.length) {
-      c.pending = data.subarray(n);
-      return false;
-    }
-    c.pending = null;
     return true;
   }
 
@@ -239,9 +314,9 @@ export class HAService {
         this.#drop(c);
         continue;
       }
-      if (c.transferOffset >= 0 && !c.pending && now - c.lastSendAt > this.#o.heartbeatMs) {
+      if (c.transferOffset >= 0 && c.pending.length === 0 && now - c.lastSendAt > this.#o.heartbeatMs) {
         c.lastSendAt = now;
-        this.#write(c, encodeChunkHeader(c.transferOffset, 0));
+        this.#write(c, [encodeChunkHeader(c.transferOffset, 0)]);
       }
       this.#pump(c);
     }

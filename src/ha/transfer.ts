@@ -13,9 +13,11 @@
  *   +--------------------------------+----------------+------------------------------+
  *   n = 0 is a heartbeat. A chunk never crosses a CommitLog segment end.
  *
- * Invariants the slave checks: each chunk starts exactly at its own max offset (unless its store
- * is empty); n ≤ HA_CHUNK_MAX_BYTES. A violation means the stream is broken: disconnect and
- * resume from the slave's offset.
+ * Invariants the slave checks: n ≤ HA_CHUNK_MAX_BYTES (here); each chunk continues the stream
+ * exactly and holds verifiable records (./record-stream.ts). A violation means the stream is
+ * broken: disconnect and resume from the slave's offset.
+ *
+ * The decoders are pure (no IO) and take any TCP split (transfer.test.ts cuts at every offset).
  */
 export const HA_REPORT_SIZE = 8;
 export const HA_HEADER_SIZE = 8 + 4;
@@ -41,54 +43,92 @@ export function encodeChunkHeader(offset: number, size: number): Uint8Array {
   return b;
 }
 
-/** Accumulates bytes and cuts them into fixed-size units or chunks; pure (no IO). */
-class Accumulator {
-  protected buf = new Uint8Array(0);
+/** Master side: the slave's 8-byte reports, in any TCP split. Only the newest complete one matters. */
+export class ReportDecoder {
+  readonly #partial = new Uint8Array(HA_REPORT_SIZE);
+  #partialLen = 0;
 
-  protected append(chunk: Uint8Array): void {
-    if (this.buf.length === 0) {
-      this.buf = chunk.slice();
-      return;
-    }
-    const n = new Uint8Array(this.buf.length + chunk.length);
-    n.set(this.buf);
-    n.set(chunk, this.buf.length);
-    this.buf = n;
-  }
-}
-
-/** Master side: the slave's 8-byte reports. Only the newest complete one matters. */
-export class ReportDecoder extends Accumulator {
   /** Returns the last complete offset in the input so far, or undefined. */
   feed(chunk: Uint8Array): number | undefined {
-    this.append(chunk);
-    const whole = this.buf.length - (this.buf.length % HA_REPORT_SIZE);
-    if (whole === 0) return undefined;
-    const v = new DataView(this.buf.buffer, this.buf.byteOffset + whole - HA_REPORT_SIZE, HA_REPORT_SIZE);
-    const offset = v.getUint32(0) * TWO_32 + v.getUint32(4);
-    this.buf = this.buf.slice(whole);
-    return offset;
+    let last: number | undefined;
+    let p = 0;
+    if (this.#partialLen > 0) {
+      const take = Math.min(HA_REPORT_SIZE - this.#partialLen, chunk.length);
+      this.#partial.set(chunk.subarray(0, take), this.#partialLen);
+      this.#partialLen += take;
+      p = take;
+      if (this.#partialLen < HA_REPORT_SIZE) return undefined;
+      last = readOffset(this.#partial, 0);
+      this.#partialLen = 0;
+    }
+    const whole = p + Math.floor((chunk.length - p) / HA_REPORT_SIZE) * HA_REPORT_SIZE;
+    if (whole > p) last = readOffset(chunk, whole - HA_REPORT_SIZE);
+    this.#partial.set(chunk.subarray(whole));
+    this.#partialLen = chunk.length - whole;
+    return last;
   }
 }
 
 export interface Chunk {
   offset: number;
+  /** A view into the input when the chunk arrived in one piece: use it before the next feed. */
   data: Uint8Array;
 }
 
-/** Slave side: the master's chunks, in any TCP split. */
-export class ChunkDecoder extends Accumulator {
+const EMPTY = new Uint8Array(0);
+
+/**
+ * Slave side: the master's chunks, in any TCP split. A chunk that arrives within one input is
+ * handed out as a view of it (no copy); one split across inputs is gathered, each byte copied
+ * once, into one of two buffers that are reused (allocating a large zeroed array per chunk costs
+ * more than the copy). Chunks handed out are valid until the next `feed`.
+ */
+export class ChunkDecoder {
+  readonly #header = new Uint8Array(HA_HEADER_SIZE);
+  #headerLen = 0;
+  /** The chunk being gathered (its header read), or null between chunks. */
+  #body: Uint8Array | null = null;
+  #bodyLen = 0;
+  /** Two gather buffers: one may hold a chunk handed out by this feed while the next one fills. */
+  readonly #buffers: Uint8Array[] = [new Uint8Array(0), new Uint8Array(0)];
+  #next = 0;
+  #offset = 0;
   #broken: string | null = null;
 
   feed(chunk: Uint8Array): Chunk[] | { invalid: string } {
     if (this.#broken) return { invalid: this.#broken };
-    this.append(chunk);
     const out: Chunk[] = [];
-    let pos = 0;
-    while (this.buf.length - pos >= HA_HEADER_SIZE) {
-      const v = new DataView(this.buf.buffer, this.buf.byteOffset + pos, HA_HEADER_SIZE);
-      const offset = v.getUint32(0) * TWO_32 + v.getUint32(4);
-      const size = v.getInt32(8);
+    let p = 0;
+    while (p < chunk.length) {
+      if (this.#body) {
+        const take = Math.min(this.#body.length - this.#bodyLen, chunk.length - p);
+        this.#body.set(chunk.subarray(p, p + take), this.#bodyLen);
+        this.#bodyLen += take;
+        p += take;
+        if (this.#bodyLen === this.#body.length) {
+          out.push({ offset: this.#offset, data: this.#body });
+          this.#body = null;
+        }
+        continue;
+      }
+      let hdr: Uint8Array;
+      let at: number;
+      if (this.#headerLen === 0 && chunk.length - p >= HA_HEADER_SIZE) {
+        hdr = chunk;
+        at = p;
+        p += HA_HEADER_SIZE;
+      } else {
+        const take = Math.min(HA_HEADER_SIZE - this.#headerLen, chunk.length - p);
+        this.#header.set(chunk.subarray(p, p + take), this.#headerLen);
+        this.#headerLen += take;
+        p += take;
+        if (this.#headerLen < HA_HEADER_SIZE) break;
+        this.#headerLen = 0;
+        hdr = this.#header;
+        at = 0;
+      }
+      const offset = readOffset(hdr, at);
+      const size = new DataView(hdr.buffer, hdr.byteOffset + at + 8, 4).getInt32(0);
       if (size < 0 || size > HA_CHUNK_MAX_BYTES) {
         this.#broken = `HA chunk size ${size} out of range`;
         return { invalid: this.#broken };
@@ -97,12 +137,30 @@ export class ChunkDecoder extends Accumulator {
         this.#broken = "HA chunk offset out of range";
         return { invalid: this.#broken };
       }
-      if (this.buf.length - pos - HA_HEADER_SIZE < size) break;
-      out.push({ offset, data: this.buf.subarray(pos + HA_HEADER_SIZE, pos + HA_HEADER_SIZE + size) });
-      pos += HA_HEADER_SIZE + size;
+      if (size === 0) {
+        out.push({ offset, data: EMPTY });
+      } else if (chunk.length - p >= size) {
+        out.push({ offset, data: chunk.subarray(p, p + size) });
+        p += size;
+      } else {
+        this.#offset = offset;
+        this.#body = this.#gatherBuffer(size);
+        this.#bodyLen = 0;
+      }
     }
-    // Chunks handed out are views of the old buffer; keep the rest in a fresh one.
-    this.buf = this.buf.slice(pos);
     return out;
   }
+
+  #gatherBuffer(size: number): Uint8Array {
+    const i = this.#next;
+    this.#next = 1 - i;
+    let b = this.#buffers[i]!;
+    if (b.length < size) this.#buffers[i] = b = new Uint8Array(Math.max(size, Math.min(2 * b.length, HA_CHUNK_MAX_BYTES)));
+    return b.subarray(0, size);
+  }
+}
+
+function readOffset(b: Uint8Array, at: number): number {
+  const v = new DataView(b.buffer, b.byteOffset + at, 8);
+  return v.getUint32(0) * TWO_32 + v.getUint32(4);
 }

@@ -1,0 +1,228 @@
+/**
+ * RecordStream against real CommitLog bytes (a MessageStore with 64 KiB segments, so the stream
+ * crosses BLANK markers and segment starts): cut anywhere, it rebuilds the master's log exactly;
+ * anything that does not continue the log, or does not hold verifiable records, is refused before
+ * a byte of it is appended. Fuzz cases print their seed (replay with SEED=…).
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { rmSync } from "node:fs";
+import { HA_CHUNK_MAX_BYTES as CONFIG_HA_CHUNK_MAX_BYTES } from "../config/schema.ts";
+import { MessageStore } from "../commitlog/index.ts";
+import { message, tempStoreDir, testStoreOptions } from "../commitlog/test-support.ts";
+import { fuzzIterations, fuzzSeed, prng } from "../../test/harness/fuzz.ts";
+import { RecordStream, type RecordAppend } from "./record-stream.ts";
+import { HA_CHUNK_MAX_BYTES } from "./transfer.ts";
+
+const SEGMENT = 64 * 1024;
+let dir = "";
+/** The master's whole CommitLog, as one array (offset 0 = byte 0). */
+let log = new Uint8Array(0);
+/** Where each record starts, and where the BLANK markers are. */
+const recordStarts: number[] = [];
+const blanks: number[] = [];
+
+beforeAll(async () => {
+  dir = tempStoreDir("ha-records-");
+  const store = MessageStore.open(testStoreOptions(dir, { segmentBytes: SEGMENT }));
+  for (let i = 0; i < 40; i++) {
+    const body = `m${i}`.padEnd(3000 + (i % 5) * 1500, "x");
+    const r = await store.putMessage(message(`T${i % 3}`, i % 2, body, { KEYS: `k${i}`, TAGS: "a" }));
+    recordStarts.push(r.appended[0]!.physicalOffset);
+  }
+  log = new Uint8Array(store.maxPhyOffset);
+  for (const seg of store.commitLog.segments) {
+    log.set(seg.buf.subarray(0, seg.wrotePosition), seg.fileFromOffset);
+    if (seg.wrotePosition === seg.fileSize) {
+      const last = recordStarts.filter((s) => s < seg.fileFromOffset + seg.fileSize).at(-1)!;
+      const v = new DataView(seg.buf.buffer, seg.buf.byteOffset);
+      blanks.push(last + v.getInt32(last - seg.fileFromOffset));
+    }
+  }
+  await store.shutdown();
+});
+
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** The master's chunks: at most `batch` bytes, never across a segment end. */
+function chunks(from: number, to: number, batch: number): { offset: number; data: Uint8Array }[] {
+  const out: { offset: number; data: Uint8Array }[] = [];
+  for (let off = from; off < to;) {
+    const segEnd = off - (off % SEGMENT) + SEGMENT;
+    const end = Math.min(to, segEnd, off + batch);
+    out.push({ offset: off, data: log.slice(off, end) });
+    off = end;
+  }
+  return out;
+}
+
+/** Applies appends to an image of the slave's log, checking they continue it. */
+class Image {
+  readonly bytes = new Uint8Array(log.length + SEGMENT);
+  end: number;
+  constructor(start: number) {
+    this.end = start;
+  }
+  apply(appends: RecordAppend[]): void {
+    for (const a of appends) {
+      expect(a.offset).toBe(this.end);
+      this.bytes.set(a.data, a.offset);
+      this.end += a.data.length;
+    }
+  }
+}
+
+function feedAll(rs: RecordStream, img: Image, parts: { offset: number; data: Uint8Array }[]): void {
+  for (const p of parts) {
+    const r = rs.feed(p.offset, p.data);
+    if (r.invalid !== undefined) throw new Error(r.invalid);
+    img.apply(r.appends);
+  }
+}
+
+describe("RecordStream", () => {
+  test("the fixture crosses segment ends (BLANK markers)", () => {
+    expect(blanks.length).toBeGreaterThanOrEqual(2);
+    expect(log.length).toBeGreaterThan(2 * SEGMENT);
+  });
+
+  test("HA_CHUNK_MAX_BYTES is the same in config and ha", () => {
+    expect(CONFIG_HA_CHUNK_MAX_BYTES).toBe(HA_CHUNK_MAX_BYTES);
+  });
+
+  test("chunks of many sizes rebuild the master's log byte for byte, ending at record boundaries", () => {
+    for (const batch of [3, 100, 4096, 32 * 1024, SEGMENT]) {
+      const rs = new RecordStream(SEGMENT, null);
+      const img = new Image(0);
+      let records = 0;
+      for (const p of chunks(0, log.length, batch)) {
+        const r = rs.feed(p.offset, p.data);
+        if (r.invalid !== undefined) throw new Error(`batch ${batch}: ${r.invalid}`);
+        img.apply(r.appends);
+        records += r.records.length;
+        // The log end is always a record start, a BLANK marker, a segment start, or the end of the data.
+        expect(recordStarts.includes(img.end) || blanks.includes(img.end) || img.end % SEGMENT === 0 || img.end === log.length).toBe(true);
+      }
+      expect(records).toBe(recordStarts.length);
+      expect(img.end).toBe(log.length);
+      expect(Buffer.from(img.bytes.subarray(0, log.length)).equals(Buffer.from(log))).toBe(true);
+      expect(rs.carriedBytes).toBe(0);
+    }
+  });
+
+  test("one cut at every offset around record heads, BLANK markers and segment starts", () => {
+    const points = new Set<number>();
+    for (const s of [...recordStarts.slice(0, 3), ...blanks, SEGMENT, 2 * SEGMENT]) {
+      for (let d = -120; d <= 120; d++) if (s + d > 0 && s + d < log.length) points.add(s + d);
+    }
+    for (const cut of points) {
+      const rs = new RecordStream(SEGMENT, null);
+      const img = new Image(0);
+      const segEnd = cut - (cut % SEGMENT) + SEGMENT;
+      // Up to the cut, then the rest of that segment, then the following segments whole.
+      feedAll(rs, img, [...chunks(0, cut, SEGMENT), ...chunks(cut, Math.min(segEnd, log.length), SEGMENT)]);
+      feedAll(rs, img, chunks(Math.min(segEnd, log.length), log.length, SEGMENT));
+      expect(img.end).toBe(log.length);
+      expect(Buffer.from(img.bytes.subarray(0, log.length)).equals(Buffer.from(log))).toBe(true);
+    }
+  });
+
+  test("resumes from a non-empty log at a record boundary", () => {
+    const from = recordStarts[5]!;
+    const rs = new RecordStream(SEGMENT, from);
+    const img = new Image(from);
+    img.bytes.set(log.subarray(0, from));
+    feedAll(rs, img, chunks(from, log.length, 5000));
+    expect(Buffer.from(img.bytes.subarray(0, log.length)).equals(Buffer.from(log))).toBe(true);
+  });
+
+  test("a chunk at the wrong offset is refused, with both offsets named", () => {
+    const rs = new RecordStream(SEGMENT, recordStarts[2]!);
+    const r = rs.feed(recordStarts[3]!, log.slice(recordStarts[3]!, recordStarts[4]!));
+    expect(r).toEqual({ appends: [], records: [], invalid: `chunk at offset ${recordStarts[3]}, expected ${recordStarts[2]}` });
+    // A broken stream stays broken.
+    expect(rs.feed(recordStarts[2]!, log.slice(recordStarts[2]!, recordStarts[3]!)).invalid).toMatch(/chunk at offset/);
+    // Also after a partial record: the next chunk must continue exactly where the last one ended.
+    const rs2 = new RecordStream(SEGMENT, 0);
+    expect(rs2.feed(0, log.slice(0, 50)).invalid).toBeUndefined();
+    expect(rs2.feed(51, log.slice(51, 200)).invalid).toBe("chunk at offset 51, expected 50");
+  });
+
+  test("an empty store takes only a segment start as its first offset", () => {
+    expect(new RecordStream(SEGMENT, null).feed(recordStarts[1]!, log.slice(recordStarts[1]!, recordStarts[2]!)).invalid).toBe(
+      `first chunk for an empty store at ${recordStarts[1]}, which is not a segment start (segment size ${SEGMENT})`,
+    );
+    const rs = new RecordStream(SEGMENT, null);
+    const img = new Image(SEGMENT);
+    img.bytes.set(log.subarray(0, SEGMENT));
+    feedAll(rs, img, chunks(SEGMENT, log.length, 9999));
+    expect(Buffer.from(img.bytes.subarray(0, log.length)).equals(Buffer.from(log))).toBe(true);
+  });
+
+  test("a damaged body (CRC), a misplaced record, zeros and garbage are refused; the records before them are kept", () => {
+    const bad = (mutate: (b: Uint8Array) => void, pattern: RegExp) => {
+      const copy = log.slice();
+      mutate(copy);
+      const rs = new RecordStream(SEGMENT, 0);
+      const img = new Image(0);
+      let why = "";
+      for (let off = 0; off < recordStarts[6]!;) {
+        const end = Math.min(off + 3000, recordStarts[6]!);
+        const r = rs.feed(off, copy.slice(off, end));
+        img.apply(r.appends);
+        if (r.invalid !== undefined) {
+          why = r.invalid;
+          break;
+        }
+        off = end;
+      }
+      expect(why).toMatch(pattern);
+      // Everything appended is the master's own bytes, up to exactly the damaged record.
+      expect(img.end).toBe(recordStarts[3]!);
+      expect(Buffer.from(img.bytes.subarray(0, img.end)).equals(Buffer.from(log.subarray(0, img.end)))).toBe(true);
+    };
+    const r3 = recordStarts[3]!;
+    bad((b) => (b[r3 + 200] = b[r3 + 200]! ^ 0xff), /body crc mismatch/);
+    bad((b) => new DataView(b.buffer).setUint32(r3 + 32, 12345), /says it belongs at/);
+    bad((b) => b.fill(0, r3, r3 + 8), /no record at .*TOTALSIZE 0/);
+    bad((b) => b.fill(0x41, r3, r3 + 16), /no record at/);
+    bad((b) => new DataView(b.buffer).setInt32(r3, 10_000_000), /impossible before the segment end/);
+  });
+
+  test("a master with another segment size is caught at its first BLANK marker", () => {
+    const rs = new RecordStream(SEGMENT * 2, 0);
+    let why = "";
+    for (const p of chunks(0, log.length, 32 * 1024)) {
+      const r = rs.feed(p.offset, p.data);
+      if (r.invalid !== undefined) {
+        why = r.invalid;
+        break;
+      }
+    }
+    expect(why).toMatch(/BLANK marker at \d+ says \d+ bytes to the segment end.*commitLogSegmentBytes 131072/);
+  });
+
+  test("fuzz: random cuts and one mutated byte never throw, and only the mutated byte can differ", () => {
+    const seed = fuzzSeed();
+    console.log(`record-stream fuzz SEED=${seed}`);
+    const rng = prng(seed);
+    for (let it = 0; it < fuzzIterations(200); it++) {
+      const copy = log.slice();
+      const at = rng.int(0, log.length - 1);
+      copy[at] = rng.int(0, 255);
+      const rs = new RecordStream(SEGMENT, null);
+      const img = new Image(0);
+      let off = 0;
+      while (off < log.length) {
+        const segEnd = off - (off % SEGMENT) + SEGMENT;
+        const end = Math.min(log.length, segEnd, off + rng.int(1, 40_000));
+        const r = rs.feed(off, copy.slice(off, end));
+        img.apply(r.appends);
+        if (r.invalid !== undefined) break;
+        off = end;
+      }
+      for (let i = 0; i < img.end; i++) {
+        if (img.bytes[i] !== log[i] && i !== at) throw new Error(`SEED=${seed} iteration ${it}: byte ${i} differs (mutated ${at})`);
+      }
+    }
+  });
+});

@@ -1,0 +1,237 @@
+/**
+ * Slave side: turns the master's CommitLog byte stream — chunks cut anywhere, even inside a record
+ * header — into appends of whole, verified records. Pure (no IO): `feed(offset, bytes)` returns
+ * the appends to make, in order, or the reason the stream is broken.
+ *
+ * What a CommitLog segment holds (wire reference §4.1, §5.2), and what is checked:
+ *
+ *   segment start                                                          segment end
+ *   +-----------+-----------+-----+-----------+--------------------------------------+
+ *   | record    | record    | ... | record    | BLANK marker (8) | rest of the file  |
+ *   +-----------+-----------+-----+-----------+--------------------------------------+
+ *   record:  TOTALSIZE (4) | MAGICCODE v1 (4) | BODYCRC (4) | ... | PHYSICALOFFSET (8) @28 | ...
+ *   BLANK:   TOTALSIZE = bytes to the segment end (4) | BLANK MAGICCODE (4)
+ *
+ * Invariants (a violation = a broken stream: the verified records before the fault are still
+ * handed out, nothing from the fault on is; the caller reconnects and resumes from its log end):
+ *   - every chunk starts at `expectedOffset` (for an empty store: at a segment start);
+ *   - a record has the v1 magic, its lengths add up, its body CRC matches, its PHYSICALOFFSET
+ *     field equals the offset it arrives at, and it ends at least 8 bytes before the segment end
+ *     (room for a BLANK marker, as the writer guarantees);
+ *   - a BLANK marker's size is exactly the distance to the segment end — the only way a master
+ *     with another segment size is noticed before it corrupts the log;
+ *   - the local log end only ever moves to a record boundary: bytes of an incomplete record wait
+ *     here (`carry`, at most one record) until the record is whole and verified.
+ *
+ * A BLANK marker is appended at once as the whole rest of the segment (the marker and zeros, as
+ * the master's file holds), and the stream bytes that follow it up to the segment end are skipped.
+ */
+import {
+  BLANK_MAGIC_CODE,
+  BLANK_MARKER_SIZE,
+  decodeRecordAt,
+  MESSAGE_MAGIC_CODE,
+  MESSAGE_MAGIC_CODE_V2,
+  RECORD_FIXED_SIZE_V4,
+  type DecodedRecord,
+} from "../common/message-record.ts";
+
+const HEADER = 8;
+
+export interface RecordAppend {
+  /** Where `data` goes in the CommitLog (the log end at that moment). */
+  offset: number;
+  /** Whole records, or one BLANK region; a view valid until the next `feed`. */
+  data: Uint8Array;
+}
+
+export interface FeedResult {
+  appends: RecordAppend[];
+  /** The records that became whole (body left out), in log order. */
+  records: DecodedRecord[];
+  /**
+   * Set when the stream broke: `appends` then holds only the verified records before the fault
+   * (write them), and this stream takes nothing more (reconnect).
+   */
+  invalid?: string;
+}
+
+export class RecordStream {
+  readonly #segmentBytes: number;
+  /** Local log end (a record boundary); -1 = empty store, start not known yet. */
+  #end: number;
+  /** Bytes after #end received but not yet a whole record. */
+  #carry: Uint8Array = new Uint8Array(0);
+  /**
+   * The carry lives in one of two reused buffers (allocating a zeroed array per chunk costs more
+   * than the copy): a record completed from one buffer may still be in this feed's appends while
+   * the next partial record is kept in the other.
+   */
+  readonly #carryBuffers: Uint8Array[] = [new Uint8Array(0), new Uint8Array(0)];
+  #carryIndex = 0;
+  /** Stream bytes below this offset belong to a BLANK region already appended: dropped. */
+  #skipUntil = -1;
+  /** Absolute offset of the next stream byte. */
+  #pos: number;
+  #broken: string | null = null;
+
+  /** `end`: the local CommitLog's end, or null for an empty store. */
+  constructor(segmentBytes: number, end: number | null) {
+    this.#segmentBytes = segmentBytes;
+    this.#end = end ?? -1;
+    this.#pos = this.#end;
+  }
+
+  /** Where the next chunk must start (-1 while the store is empty and nothing arrived). */
+  get expectedOffset(): number {
+    return this.#pos;
+  }
+
+  /** The local log end after the appends returned so far. */
+  get end(): number {
+    return this.#end;
+  }
+
+  /** Bytes held back because their record is not complete yet. */
+  get carriedBytes(): number {
+    return this.#carry.length;
+  }
+
+  feed(offset: number, data: Uint8Array): FeedResult {
+    const out: FeedResult = { appends: [], records: [] };
+    const fail = (why: string): FeedResult => {
+      this.#broken = why;
+      out.invalid = why;
+      return out;
+    };
+    if (this.#broken) return fail(this.#broken);
+    if (this.#end < 0) {
+      if (data.length === 0) return out;
+      if (offset % this.#segmentBytes !== 0) {
+        return fail(`first chunk for an empty store at ${offset}, which is not a segment start (segment size ${this.#segmentBytes})`);
+      }
+      this.#end = this.#pos = offset;
+    }
+    if (offset !== this.#pos) return fail(`chunk at offset ${offset}, expected ${this.#pos}`);
+    let rest = data;
+    while (rest.length > 0) {
+      if (this.#skipUntil > this.#pos) {
+        const k = Math.min(rest.length, this.#skipUntil - this.#pos);
+        rest = rest.subarray(k);
+        this.#pos += k;
+        continue;
+      }
+      let buf: Uint8Array;
+      if (this.#carry.length > 0) {
+        // Complete the carried record first, copying only the bytes it still needs.
+        const take = Math.min(this.#wanted(), rest.length);
+        buf = this.#carryAppend(rest.subarray(0, take));
+        rest = rest.subarray(take);
+        this.#pos += take;
+      } else {
+        buf = rest;
+        rest = rest.subarray(rest.length);
+        this.#pos += buf.length;
+      }
+      const used = this.#scan(buf, out);
+      if (typeof used !== "number") return fail(used.invalid);
+      // What is left is the start of one record (or BLANK marker): keep a copy.
+      this.#carry = buf === this.#carry && used === 0 ? buf : this.#carryKeep(buf.subarray(used));
+    }
+    return out;
+  }
+
+  /** The carry with `more` added, in the carry's buffer (grown if needed). */
+  #carryAppend(more: Uint8Array): Uint8Array {
+    const len = this.#carry.length + more.length;
+    let b = this.#carryBuffers[this.#carryIndex]!;
+    if (b.length < len) {
+      const grown = new Uint8Array(Math.max(len, 2 * b.length));
+      grown.set(this.#carry);
+      this.#carryBuffers[this.#carryIndex] = b = grown;
+    }
+    b.set(more, this.#carry.length);
+    this.#carry = b.subarray(0, len);
+    return this.#carry;
+  }
+
+  /** Keeps a copy of `bytes` as the new carry, in the other buffer than the last one. */
+  #carryKeep(bytes: Uint8Array): Uint8Array {
+    if (bytes.length === 0) return new Uint8Array(0);
+    this.#carryIndex = 1 - this.#carryIndex;
+    let b = this.#carryBuffers[this.#carryIndex]!;
+    if (b.length < bytes.length) this.#carryBuffers[this.#carryIndex] = b = new Uint8Array(Math.max(bytes.length, 2 * b.length));
+    b.set(bytes);
+    return b.subarray(0, bytes.length);
+  }
+
+  /** Bytes the carried partial record still needs before #scan can judge it. */
+  #wanted(): number {
+    const c = this.#carry;
+    if (c.length < HEADER) return HEADER - c.length;
+    const v = new DataView(c.buffer, c.byteOffset, c.length);
+    const total = v.getInt32(0);
+    const magic = v.getInt32(4);
+    if (magic !== MESSAGE_MAGIC_CODE || total <= c.length || total > this.#segmentBytes) return 0;
+    return total - c.length;
+  }
+
+  /**
+   * Consumes whole records from buf (which starts at #end), appending them to `out`. Returns how
+   * many bytes were used (the rest is an incomplete record), or why the bytes at #end are wrong
+   * (then `out` holds the records before them).
+   */
+  #scan(buf: Uint8Array, out: FeedResult): number | { invalid: string } {
+    const view = new DataView(buf.buffer, buf.byteOffset, buf.length);
+    let p = 0;
+    let runStart = 0;
+    const flushRun = () => {
+      if (p > runStart) out.appends.push({ offset: this.#end - (p - runStart), data: buf.subarray(runStart, p) });
+      runStart = p;
+    };
+    // The records before a fault are good: hand them out with the reason.
+    const bad = (invalid: string) => {
+      flushRun();
+      return { invalid };
+    };
+    while (buf.length - p >= HEADER) {
+      const at = this.#end;
+      const segEnd = at - (at % this.#segmentBytes) + this.#segmentBytes;
+      const total = view.getInt32(p);
+      const magic = view.getInt32(p + 4);
+      if (magic === BLANK_MAGIC_CODE) {
+        if (total !== segEnd - at) {
+          return bad(
+            `BLANK marker at ${at} says ${total} bytes to the segment end, but this store's segment ends ${segEnd - at} bytes later ` +
+              `(is the master's commitLogSegmentBytes ${this.#segmentBytes}?)`,
+          );
+        }
+        flushRun();
+        const region = new Uint8Array(total);
+        region.set(buf.subarray(p, p + BLANK_MARKER_SIZE));
+        out.appends.push({ offset: at, data: region });
+        this.#end = segEnd;
+        // The stream still carries the rest of the region: drop what is here, skip the rest.
+        const inBuf = Math.min(total, buf.length - p);
+        p += inBuf;
+        runStart = p;
+        if (inBuf < total) this.#skipUntil = segEnd;
+        continue;
+      }
+      if (magic === MESSAGE_MAGIC_CODE_V2) return bad(`record at ${at} has the v2 magic code (RocketMQ 5.x), which this store does not read`);
+      if (magic !== MESSAGE_MAGIC_CODE) return bad(`no record at ${at}: magic code 0x${(magic >>> 0).toString(16)}, TOTALSIZE ${total}`);
+      if (total < RECORD_FIXED_SIZE_V4 || at + total > segEnd - BLANK_MARKER_SIZE) {
+        return bad(`record at ${at} has TOTALSIZE ${total}, impossible before the segment end at ${segEnd}`);
+      }
+      if (buf.length - p < total) break;
+      const r = decodeRecordAt(buf.subarray(p, p + total), 0, { checkCrc: true, readBody: false });
+      if (!("totalSize" in r)) return bad(`record at ${at}: ${"invalid" in r ? r.invalid : "not a record"}`);
+      if (r.physicalOffset !== at) return bad(`record at ${at} says it belongs at ${r.physicalOffset}`);
+      out.records.push(r);
+      p += total;
+      this.#end = at + total;
+    }
+    flushRun();
+    return p;
+  }
+}
