@@ -17,7 +17,7 @@
  * scans the whole CommitLog, which is slower but never wrong.
  */
 import { existsSync, readFileSync } from "node:fs";
-import { writeFileAtomic } from "../common/atomic-file.ts";
+import { writeFileAtomic, writeFileAtomicAsync } from "../common/atomic-file.ts";
 
 export const CHECKPOINT_MAGIC = 0x52424350; // "RBCP"
 export const CHECKPOINT_VERSION = 1;
@@ -75,4 +75,9 @@ export function readCheckpoint(path: string): Checkpoint | { invalid: string } |
 
 export function writeCheckpoint(path: string, c: Checkpoint): void {
   writeFileAtomic(path, encodeCheckpoint(c));
+}
+
+/** writeCheckpoint off the event loop (the periodic checkpoint; shutdown uses the sync one). */
+export function writeCheckpointAsync(path: string, c: Checkpoint): Promise<void> {
+  return writeFileAtomicAsync(path, encodeCheckpoint(c));
 }

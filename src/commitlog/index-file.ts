@@ -54,7 +54,7 @@
  * steps leaves a file whose chains are intact: an entry not yet counted is unreachable, and a
  * counted entry not yet linked from its slot is merely unreachable too.
  */
-import { closeSync, fstatSync, fsyncSync, ftruncateSync, openSync, unlinkSync } from "node:fs";
+import { closeSync, fstatSync, fsync, fsyncSync, ftruncateSync, openSync, unlinkSync } from "node:fs";
 import { javaStringHashCode } from "../common/message-record.ts";
 
 export const INDEX_HEADER_SIZE_BYTES = 40;
@@ -348,6 +348,17 @@ export class IndexFile {
     this.#dirty = false;
     fsyncSync(this.#fd);
     return true;
+  }
+
+  /**
+   * flush() on the thread pool: the periodic checkpoint must not stall the event loop for the
+   * length of an fsync (tens of ms on a busy disk, more for a file written through its mapping).
+   */
+  flushAsync(): Promise<boolean> {
+    if (this.#map === null || !this.#dirty) return Promise.resolve(false);
+    this.#dirty = false;
+    const fd = this.#fd;
+    return new Promise((resolve, reject) => fsync(fd, (err) => (err ? reject(err) : resolve(true))));
   }
 
   /** Closes the fd and drops the mapping. Does not fsync: call flush() first for durability. */

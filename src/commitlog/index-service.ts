@@ -294,6 +294,25 @@ export class IndexService {
    * Not the newest file's end: after a crash, load(checkpoint) deletes the file still being
    * written as a whole, and re-dispatch from this timestamp must cover all of it.
    */
+  /** flush() with the fsyncs on the thread pool (the periodic checkpoint uses this). */
+  async flushAsync(): Promise<number> {
+    this.#assertWritable();
+    try {
+      await Promise.all(this.#files.map((e) => e.file.flushAsync()));
+    } catch (e) {
+      throw this.#fail(e);
+    }
+    return this.#checkpointTimestamp();
+  }
+
+  #checkpointTimestamp(): number {
+    for (let i = this.#files.length - 1; i >= 0; i--) {
+      const f = this.#files[i]!.file;
+      if (i < this.#files.length - 1 || f.isFull()) return f.endTimestamp;
+    }
+    return 0;
+  }
+
   flush(): number {
     this.#assertWritable();
     try {

@@ -19,7 +19,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statfsSync, s
 import { totalmem } from "node:os";
 import { join } from "node:path";
 import { readFileWithBackup, writeFileAtomic } from "../common/atomic-file.ts";
-import { readCheckpoint, writeCheckpoint } from "./checkpoint.ts";
+import { readCheckpoint, writeCheckpoint, writeCheckpointAsync } from "./checkpoint.ts";
 import { CommitLog, type AppendResult, type FlushDiskType, type StoreRecordInput } from "./commit-log.ts";
 import { ConsumeQueue, CQ_FILLER_SIZE } from "./consume-queue.ts";
 import { IndexService } from "./index-service.ts";
@@ -324,9 +324,9 @@ export class MessageStore {
     this.#checkpointing = (async () => {
       try {
         await Promise.all([...this.#allQueues()].filter((q) => q.dirty).map((q) => q.flushAsync()));
-        const indexTs = this.#index.flush();
+        const indexTs = await this.#index.flushAsync();
         if (this.#shutdown) return;
-        writeCheckpoint(join(this.#o.dir, "checkpoint"), {
+        await writeCheckpointAsync(join(this.#o.dir, "checkpoint"), {
           commitLogFlushedOffset: this.commitLog.flushedOffset,
           dispatchedOffset: Math.min(dispatched, this.commitLog.maxOffset),
           indexCheckpointTimestamp: indexTs,

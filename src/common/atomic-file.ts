@@ -4,6 +4,7 @@
  * never half of one. Readers fall back to `.bak` when the main file is missing or unparsable.
  */
 import { closeSync, copyFileSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from "node:fs";
+import { promises as fsp } from "node:fs";
 import { dirname } from "node:path";
 
 export function writeFileAtomic(path: string, data: string | Uint8Array): void {
@@ -28,6 +29,32 @@ export function writeFileAtomic(path: string, data: string | Uint8Array): void {
     }
   } catch {
     // Some filesystems refuse fsync on a directory; the rename itself is still atomic.
+  }
+}
+
+/** writeFileAtomic with every syscall on the thread pool: for periodic writes on a busy broker. */
+export async function writeFileAtomicAsync(path: string, data: string | Uint8Array): Promise<void> {
+  const dir = dirname(path);
+  await fsp.mkdir(dir, { recursive: true });
+  const tmp = `${path}.tmp`;
+  const fh = await fsp.open(tmp, "w");
+  try {
+    await fh.writeFile(typeof data === "string" ? Buffer.from(data) : data);
+    await fh.datasync();
+  } finally {
+    await fh.close();
+  }
+  if (existsSync(path)) await fsp.copyFile(path, `${path}.bak`);
+  await fsp.rename(tmp, path);
+  try {
+    const dh = await fsp.open(dir, "r");
+    try {
+      await dh.sync();
+    } finally {
+      await dh.close();
+    }
+  } catch {
+    // As in writeFileAtomic: a filesystem that refuses a directory fsync still renames atomically.
   }
 }
 
