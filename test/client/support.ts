@@ -16,7 +16,7 @@ import { parse, stringify } from "yaml";
 import { Producer, PullConsumer, PushConsumer, type ProducerOptions, type PullConsumerOptions, type PushConsumerOptions } from "rocketbun/client";
 import { decodeRecordAt, type DecodedRecord } from "../../src/common/message-record.ts";
 import { createRequest, RequestCode, ResponseCode, type RemotingClient } from "../../src/remoting/index.ts";
-import { ROOT, startRocketbun, type RunningBinary } from "../harness/binary.ts";
+import { ROOT, startRocketbun, type RunningBinary, waitFor } from "../harness/binary.ts";
 import { bodyJson, newClient, routeRequest } from "../harness/wire.ts";
 
 export const TEST_MIN_YAML = readFileSync(join(ROOT, "config/test-min.yaml"), "utf8");
@@ -37,21 +37,8 @@ export function testMinYaml(overrides: Tree = {}): string {
   return stringify(merge(parse(TEST_MIN_YAML) as Tree, overrides));
 }
 
-/** Polls `cond` every 20 ms until truthy; the failure text is built lazily (so it can carry diagnostics). */
-export async function until<T>(cond: () => T | Promise<T>, timeoutMs: number, what: () => string): Promise<NonNullable<T>> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await cond();
-      if (v) return v as NonNullable<T>;
-    } catch (e) {
-      last = e;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what()}${last ? `\nlast error: ${String(last)}` : ""}`);
-    await Bun.sleep(20);
-  }
-}
+/** Polling with a deadline: the harness's waitFor. */
+export const until = waitFor;
 
 /** Resolves with what `p` gives, or rejects after `ms`. */
 export async function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {

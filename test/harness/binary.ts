@@ -30,7 +30,12 @@ export function tempDir(prefix = "rocketbun-test-"): string {
   return mkdtempSync(join(tmpdir(), prefix));
 }
 
-export async function waitFor<T>(cond: () => T | Promise<T>, timeoutMs = 10_000, what = "condition"): Promise<NonNullable<T>> {
+/** Polls `cond` every 20 ms until truthy; `what` may be a function so the failure text can carry diagnostics. */
+export async function waitFor<T>(
+  cond: () => T | Promise<T>,
+  timeoutMs = 10_000,
+  what: string | (() => string) = "condition",
+): Promise<NonNullable<T>> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {
@@ -40,7 +45,10 @@ export async function waitFor<T>(cond: () => T | Promise<T>, timeoutMs = 10_000,
     } catch (e) {
       last = e;
     }
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${String(last)}` : ""}`);
+    if (Date.now() > deadline) {
+      const label = typeof what === "function" ? what() : what;
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${label}${last ? `\nlast error: ${String(last)}` : ""}`);
+    }
     await Bun.sleep(20);
   }
 }
@@ -73,7 +81,13 @@ export class RunningBinary implements AsyncDisposable {
   readonly output: { out: () => string; err: () => string };
   readonly #ownsDir: boolean;
 
-  constructor(proc: Subprocess<"ignore", "pipe", "pipe">, dir: string, ports: Ports, ownsDir: boolean, output: { out: () => string; err: () => string }) {
+  constructor(
+    proc: Subprocess<"ignore", "pipe", "pipe">,
+    dir: string,
+    ports: Ports,
+    ownsDir: boolean,
+    output: { out: () => string; err: () => string },
+  ) {
     this.proc = proc;
     this.dir = dir;
     this.ports = ports;

@@ -7,7 +7,7 @@
  */
 import { join } from "node:path";
 import { createRequest, RequestCode, type RemotingClient } from "../../src/remoting/index.ts";
-import { ROOT, startRocketbun, type RunningBinary } from "../harness/binary.ts";
+import { ROOT, startRocketbun, type RunningBinary, waitFor } from "../harness/binary.ts";
 import { bodyJson, newClient, routeRequest } from "../harness/wire.ts";
 // @ts-expect-error ali-ons ships no type declarations
 import { Consumer as OnsConsumerClass, Message as OnsMessageClass, Producer as OnsProducerClass } from "ali-ons";
@@ -118,21 +118,8 @@ store:
 const INSPECTOR_GROUP = "GID_interop_inspector";
 const PULL_SUBSCRIPTION_FLAG = 4;
 
-/** Polls `cond` every 25 ms until truthy; the failure message is built lazily (with diagnostics). */
-export async function until<T>(cond: () => T | Promise<T>, timeoutMs: number, what: () => string): Promise<NonNullable<T>> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await cond();
-      if (v) return v as NonNullable<T>;
-    } catch (e) {
-      last = e;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what()}${last ? `\nlast error: ${String(last)}` : ""}`);
-    await Bun.sleep(25);
-  }
-}
+/** Polling with a deadline: the harness's waitFor. */
+export const until = waitFor;
 
 async function bounded(p: Promise<unknown>, ms: number, what: string, problems: string[]): Promise<void> {
   let timer: ReturnType<typeof setTimeout> | undefined;
