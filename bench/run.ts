@@ -17,7 +17,8 @@
  *   --binary FILE  use this rocketbun binary instead of building one into the temp folder
  *   --rebuild F.json  re-render F's .md, .svg (and .png) from its figures, measuring nothing
  *   BENCH_DIR      where the temp folder goes (default the OS temp folder, the disk the peers use too)
- *   BENCH_PEERS    the peers' harness (default ../shared/bench-peers beside the project)
+ *   BENCH_PEERS    the peers' harness (default ../shared/bench-peers beside the project); it runs from a
+ *                  writable copy, BENCH_PEERS_WORK (default <tmp>/bench-peers), never in the shared folder
  *
  * Order: name server; master #1 (ASYNC_FLUSH, fresh store): warm-up, W1, W2 (drains W1), W3, W4, W5;
  * master #2 (SYNC_FLUSH, restarted on #1's store): warm-up, W1s; master #3 (ASYNC_FLUSH, fresh
