@@ -78,7 +78,10 @@ async function startProcess(l: Launcher, dir: string, name: string, configYaml: 
         portsFile,
       ];
   const t0 = now();
-  const proc = Bun.spawn(argv, { stdin: "ignore", stdout: "pipe", stderr: "pipe", cwd: dir });
+  // The deployment setting (deploy/rocketbun.service): keep mimalloc from returning freed pages
+  // to the kernel after every burst — its madvise + TLB shoot-downs halved throughput here.
+  const env = { ...process.env, MIMALLOC_PURGE_DELAY: process.env.MIMALLOC_PURGE_DELAY ?? "-1" };
+  const proc = Bun.spawn(argv, { stdin: "ignore", stdout: "pipe", stderr: "pipe", cwd: dir, env });
   const out = collect(proc.stdout);
   const err = collect(proc.stderr);
   const output = () => out() + err();
