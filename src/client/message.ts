@@ -102,10 +102,9 @@ export function decodeMessages(body: Uint8Array, brokerName: string): MessageExt
       } catch {
         // Not zlib after all (or another codec): hand over the bytes as stored.
       }
-    } else {
-      // The record is a view into the response buffer; give the user a stable copy.
-      payload = payload.slice();
     }
+    // Otherwise the body stays a view: the response frame is already a private copy (the frame
+    // decoder cuts each frame out of the socket's buffer), so copying again would only cost time.
     const offsetMsgId = createOffsetMsgId(r.storeHost, r.physicalOffset);
     const keys = props[MessageConst.KEYS];
     out.push({

@@ -28,6 +28,12 @@ export interface RemotingCommand {
   remark?: string;
   extFields?: ExtFields;
   body?: Uint8Array;
+  /**
+   * Outbound only: a body given as pieces (e.g. stored records straight from the CommitLog), so
+   * the frame encoder copies each piece once into the frame instead of the caller concatenating
+   * them first. Ignored when `body` is set.
+   */
+  bodyParts?: readonly Uint8Array[];
   serializeType: SerializeType;
 }
 

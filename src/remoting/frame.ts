@@ -65,13 +65,22 @@ export function encodeCommand(cmd: RemotingCommand): Uint8Array {
   if (cmd.remark !== undefined) h.remark = cmd.remark;
   if (cmd.extFields !== undefined) h.extFields = cmd.extFields;
   const header = cmd.serializeType === SerializeType.ROCKETMQ ? encodeRocketmqHeader(h) : encodeJsonHeader(h);
-  const bodyLength = cmd.body?.length ?? 0;
+  const parts = cmd.body ? undefined : cmd.bodyParts;
+  let bodyLength = cmd.body?.length ?? 0;
+  if (parts) for (const p of parts) bodyLength += p.length;
   const out = new Uint8Array(FRAME_PREFIX_SIZE + header.length + bodyLength);
   const view = new DataView(out.buffer);
   view.setUint32(0, FRAME_HEADER_LENGTH_FIELD_SIZE + header.length + bodyLength);
   view.setUint32(4, ((cmd.serializeType & 0xff) << 24) | header.length);
   out.set(header, FRAME_PREFIX_SIZE);
   if (cmd.body) out.set(cmd.body, FRAME_PREFIX_SIZE + header.length);
+  else if (parts) {
+    let pos = FRAME_PREFIX_SIZE + header.length;
+    for (const p of parts) {
+      out.set(p, pos);
+      pos += p.length;
+    }
+  }
   return out;
 }
 

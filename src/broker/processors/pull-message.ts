@@ -167,15 +167,10 @@ export class PullMessageProcessor implements RequestProcessor {
       minOffset: String(r.minOffset),
       maxOffset: String(r.maxOffset),
     };
-    let body: Uint8Array | undefined;
-    if (code === ResponseCode.SUCCESS) {
-      body = new Uint8Array(r.bufferTotalBytes);
-      let pos = 0;
-      for (const m of r.messages) {
-        body.set(m, pos);
-        pos += m.length;
-      }
-    }
-    return createResponse(cmd, code, r.status, ext, body);
+    const res = createResponse(cmd, code, r.status, ext);
+    // The stored records go into the frame as they are, copied once from the CommitLog mapping
+    // (the frame is encoded as soon as the response is sent, while the views are valid).
+    if (code === ResponseCode.SUCCESS && r.messages.length > 0) res.bodyParts = r.messages;
+    return res;
   }
 }
