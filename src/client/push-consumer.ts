@@ -239,18 +239,22 @@ export class PushConsumer {
       for (const mq of mqs) this.#offsets.remove(mq);
       if (this.#o.orderly) await this.#unlock(dropped.filter((pq) => !pq.orderlyBusy).map((pq) => pq.mq));
     }
-    for (const [k, mq] of wanted) {
-      if (this.#queues.has(k) || !this.#running) continue;
+    // New queues start in parallel (bounded): with thousands of queues, one offset query after
+    // the other would keep the last queue waiting for thousands of round trips.
+    const added = [...wanted].filter(([k]) => !this.#queues.has(k));
+    await forEachLimit(added, START_CONCURRENCY, async ([k, mq]) => {
+      if (this.#queues.has(k) || !this.#running) return;
       // Orderly: lock before reading the offset. The previous owner commits before it unlocks, so
       // only then is the stored offset current. Not locked yet: the next rebalance tries again.
       const lockedAt = Date.now();
-      if (this.#o.orderly && !(await this.#lock([mq])).has(k)) continue;
+      if (this.#o.orderly && !(await this.#lock([mq])).has(k)) return;
       const offset = await computeStartOffset(this.#client, this.#offsets, mq, this.#fromWhere);
+      if (this.#queues.has(k) || !this.#running) return;
       const pq = new ProcessQueue(mq, sub, offset);
       if (this.#o.orderly) pq.lockedUntil = lockedAt + LOCK_TTL_MS;
       this.#queues.set(k, pq);
       void this.#pullLoop(pq);
-    }
+    });
   }
 
   // -------------------------------------------------------------- pulling
@@ -449,6 +453,17 @@ export class PushConsumer {
       await this.#client.invokeBroker(addr, RequestCode.UNLOCK_BATCH_MQ, undefined, body).catch(() => {});
     }
   }
+}
+
+const START_CONCURRENCY = 32;
+
+/** Runs `fn` over `items` with at most `limit` calls in flight; rejects with the first error. */
+async function forEachLimit<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) await fn(items[next++]!);
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
 }
 
 function groupByBroker(mqs: MessageQueue[]): Map<string, MessageQueue[]> {
