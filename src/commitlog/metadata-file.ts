@@ -201,3 +201,71 @@ function keepCorrupt(p: string): string {
 export function persistConfigFile(path: string, body: unknown): void {
   writeFileAtomic(path, `${JSON.stringify(body, null, 2)}\n`);
 }
+
+/** A versioned table as topics.json / subscriptionGroup.json and their GET_ALL_* bodies carry it. */
+export interface VersionedTable<V> {
+  dataVersion: DataVersion | null;
+  entries: Map<string, V>;
+}
+
+export interface VersionedTableShape<V> {
+  /** The JSON key of the table: `topicConfigTable`, `subscriptionGroupTable`. */
+  tableKey: string;
+  /** The entry field that must equal its key: `topicName`, `groupName`. */
+  nameField: string;
+  fromJson: (raw: unknown) => V | Invalid;
+  nameOf: (v: V) => string;
+  toJson: (v: V) => unknown;
+}
+
+/** Top-level shape decides whether the copy is usable; each entry is checked on its own. */
+export function decodeVersionedTable<V>(raw: unknown, shape: VersionedTableShape<V>): Decoded<VersionedTable<V>> | Invalid {
+  if (!isJsonObject(raw)) return { invalid: "expected a JSON object at the top level" };
+  const problems: string[] = [];
+  let dataVersion: DataVersion | null = null;
+  if (Object.hasOwn(raw, "dataVersion")) {
+    const v = dataVersionFromJson(raw.dataVersion);
+    if (isInvalid(v)) problems.push(`${v.invalid} (ignored)`);
+    else dataVersion = v;
+  }
+  const k = shape.tableKey;
+  const table = raw[k] ?? {};
+  if (!isJsonObject(table)) return { invalid: `${k}: expected an object, got ${show(table)}` };
+  const entries = new Map<string, V>();
+  for (const [key, entry] of Object.entries(table)) {
+    const c = shape.fromJson(entry);
+    if (isInvalid(c)) problems.push(`${entryProblem(`${k}.${key}`, c.invalid)}; entry skipped`);
+    else if (shape.nameOf(c) !== key) problems.push(`${k}.${key}.${shape.nameField}: ${show(shape.nameOf(c))} does not match its key; entry skipped`);
+    else entries.set(key, Object.freeze(c));
+  }
+  return { value: { dataVersion, entries }, problems };
+}
+
+/** The `{dataVersion, <tableKey>: {...}}` body. Object.fromEntries keeps a key like "__proto__" a plain key. */
+export function versionedTableBody<V>(shape: VersionedTableShape<V>, version: DataVersion, entries: Map<string, V>): Record<string, unknown> {
+  return {
+    dataVersion: { counter: version.counter, timestamp: version.timestamp },
+    [shape.tableKey]: Object.fromEntries([...entries].map(([k, v]) => [k, shape.toJson(v)])),
+  };
+}
+
+/**
+ * A slave adopting its master's table (Java `SlaveSynchronize`): replaced wholesale, version
+ * included, when the master's dataVersion differs; a malformed top level changes nothing; bad
+ * entries are skipped. Returns problems prefixed with `label`.
+ */
+export function adoptMasterTable<V>(
+  raw: unknown,
+  shape: VersionedTableShape<V>,
+  label: string,
+  current: DataVersion,
+  commit: (entries: Map<string, V>, version: DataVersion) => void,
+): string[] {
+  const d = decodeVersionedTable(raw, shape);
+  if (isInvalid(d)) return [`${label}: ${d.invalid}; nothing changed`];
+  const problems = d.problems.map((p) => `${label}: ${p}`);
+  if (d.value.dataVersion === null) return [...problems, `${label}: dataVersion missing or invalid; nothing changed`];
+  if (sameVersion(d.value.dataVersion, current)) return problems;
+  commit(d.value.entries, d.value.dataVersion);
+  return problems;
+}

@@ -12,14 +12,14 @@
  */
 import {
   type DataVersion,
-  type Decoded,
   type Invalid,
   type LoadedFrom,
   type MetadataOptions,
+  type VersionedTableShape,
   INT32_MAX,
+  adoptMasterTable,
   configPath,
-  dataVersionFromJson,
-  entryProblem,
+  decodeVersionedTable,
   isInvalid,
   isJsonObject,
   loadConfigFile,
@@ -27,8 +27,8 @@ import {
   persistConfigFile,
   readBool,
   readInt,
-  sameVersion,
   show,
+  versionedTableBody,
 } from "./metadata-file.ts";
 
 export interface SubscriptionGroupConfig {
@@ -153,31 +153,13 @@ function sameGroup(a: SubscriptionGroupConfig, b: SubscriptionGroupConfig): bool
   return JSON.stringify(groupJson(a)) === JSON.stringify(groupJson(b));
 }
 
-interface GroupTable {
-  dataVersion: DataVersion | null;
-  groups: Map<string, SubscriptionGroupConfig>;
-}
-
-function decodeGroupWrapper(raw: unknown): Decoded<GroupTable> | Invalid {
-  if (!isJsonObject(raw)) return { invalid: "expected a JSON object at the top level" };
-  const problems: string[] = [];
-  let dataVersion: DataVersion | null = null;
-  if (Object.hasOwn(raw, "dataVersion")) {
-    const v = dataVersionFromJson(raw.dataVersion);
-    if (isInvalid(v)) problems.push(`${v.invalid} (ignored)`);
-    else dataVersion = v;
-  }
-  const table = raw.subscriptionGroupTable ?? {};
-  if (!isJsonObject(table)) return { invalid: `subscriptionGroupTable: expected an object, got ${show(table)}` };
-  const groups = new Map<string, SubscriptionGroupConfig>();
-  for (const [key, entry] of Object.entries(table)) {
-    const c = subscriptionGroupFromJson(entry);
-    if (isInvalid(c)) problems.push(`${entryProblem(`subscriptionGroupTable.${key}`, c.invalid)}; entry skipped`);
-    else if (c.groupName !== key) problems.push(`subscriptionGroupTable.${key}.groupName: ${show(c.groupName)} does not match its key; entry skipped`);
-    else groups.set(key, Object.freeze(c));
-  }
-  return { value: { dataVersion, groups }, problems };
-}
+const GROUP_TABLE: VersionedTableShape<SubscriptionGroupConfig> = {
+  tableKey: "subscriptionGroupTable",
+  nameField: "groupName",
+  fromJson: subscriptionGroupFromJson,
+  nameOf: (c) => c.groupName,
+  toJson: groupJson,
+};
 
 export class SubscriptionGroupManager {
   readonly #path: string;
@@ -197,10 +179,10 @@ export class SubscriptionGroupManager {
 
   /** Reads subscriptionGroup.json (or its .bak), merged over the pre-created groups. */
   load(): string[] {
-    const r = loadConfigFile(this.#path, decodeGroupWrapper);
+    const r = loadConfigFile(this.#path, (raw) => decodeVersionedTable(raw, GROUP_TABLE));
     this.#loadedFrom = r.from;
     if (r.value !== null) {
-      for (const [k, v] of r.value.groups) this.#groups.set(k, v);
+      for (const [k, v] of r.value.entries) this.#groups.set(k, v);
       if (r.value.dataVersion !== null) this.#version = r.value.dataVersion;
     }
     return r.problems;
@@ -266,10 +248,7 @@ export class SubscriptionGroupManager {
   }
 
   wrapper(): SubscriptionGroupWrapper {
-    return {
-      dataVersion: { counter: this.#version.counter, timestamp: this.#version.timestamp },
-      subscriptionGroupTable: Object.fromEntries([...this.#groups].map(([k, v]) => [k, groupJson(v)])),
-    };
+    return versionedTableBody(GROUP_TABLE, this.#version, this.#groups) as unknown as SubscriptionGroupWrapper;
   }
 
   /**
@@ -277,20 +256,11 @@ export class SubscriptionGroupManager {
    * dataVersion differs (Java `SlaveSynchronize.syncSubscriptionGroupConfig`). Returns problems.
    */
   replaceAll(wrapper: unknown): string[] {
-    const d = decodeGroupWrapper(wrapper);
-    if (isInvalid(d)) return [`subscription group body: ${d.invalid}; nothing changed`];
-    const problems = d.problems.map((p) => `subscription group body: ${p}`);
-    if (d.value.dataVersion === null) return [...problems, "subscription group body: dataVersion missing or invalid; nothing changed"];
-    if (sameVersion(d.value.dataVersion, this.#version)) return problems;
-    this.#commit(d.value.groups, d.value.dataVersion);
-    return problems;
+    return adoptMasterTable(wrapper, GROUP_TABLE, "subscription group body", this.#version, (g, v) => this.#commit(g, v));
   }
 
   #commit(groups: Map<string, SubscriptionGroupConfig>, version: DataVersion): void {
-    persistConfigFile(this.#path, {
-      dataVersion: version,
-      subscriptionGroupTable: Object.fromEntries([...groups].map(([k, v]) => [k, groupJson(v)])),
-    });
+    persistConfigFile(this.#path, versionedTableBody(GROUP_TABLE, version, groups));
     this.#groups = groups;
     this.#version = version;
   }

@@ -12,14 +12,14 @@
  */
 import {
   type DataVersion,
-  type Decoded,
   type Invalid,
   type LoadedFrom,
   type MetadataOptions,
+  type VersionedTableShape,
   INT32_MAX,
+  adoptMasterTable,
   configPath,
-  dataVersionFromJson,
-  entryProblem,
+  decodeVersionedTable,
   invariant,
   isInvalid,
   isJsonObject,
@@ -28,8 +28,8 @@ import {
   persistConfigFile,
   readBool,
   readInt,
-  sameVersion,
   show,
+  versionedTableBody,
 } from "./metadata-file.ts";
 
 /** Permission bits (Java `PermName`). Normal topics use READ | WRITE = 6. */
@@ -171,32 +171,13 @@ function topicConfigJson(c: TopicConfig): TopicConfig {
   };
 }
 
-interface TopicTable {
-  dataVersion: DataVersion | null;
-  topics: Map<string, TopicConfig>;
-}
-
-/** Top-level shape decides whether the copy is usable; each entry is checked on its own. */
-function decodeTopicWrapper(raw: unknown): Decoded<TopicTable> | Invalid {
-  if (!isJsonObject(raw)) return { invalid: "expected a JSON object at the top level" };
-  const problems: string[] = [];
-  let dataVersion: DataVersion | null = null;
-  if (Object.hasOwn(raw, "dataVersion")) {
-    const v = dataVersionFromJson(raw.dataVersion);
-    if (isInvalid(v)) problems.push(`${v.invalid} (ignored)`);
-    else dataVersion = v;
-  }
-  const table = raw.topicConfigTable ?? {};
-  if (!isJsonObject(table)) return { invalid: `topicConfigTable: expected an object, got ${show(table)}` };
-  const topics = new Map<string, TopicConfig>();
-  for (const [key, entry] of Object.entries(table)) {
-    const c = topicConfigFromJson(entry);
-    if (isInvalid(c)) problems.push(`${entryProblem(`topicConfigTable.${key}`, c.invalid)}; entry skipped`);
-    else if (c.topicName !== key) problems.push(`topicConfigTable.${key}.topicName: ${show(c.topicName)} does not match its key; entry skipped`);
-    else topics.set(key, Object.freeze(c));
-  }
-  return { value: { dataVersion, topics }, problems };
-}
+const TOPIC_TABLE: VersionedTableShape<TopicConfig> = {
+  tableKey: "topicConfigTable",
+  nameField: "topicName",
+  fromJson: topicConfigFromJson,
+  nameOf: (c) => c.topicName,
+  toJson: topicConfigJson,
+};
 
 export interface SystemTopicOptions {
   clusterName: string;
@@ -225,8 +206,8 @@ export function systemTopics(o: SystemTopicOptions): TopicConfig[] {
   const out: TopicConfig[] = [t(SELF_TEST_TOPIC, 1, rw)];
   if (o.autoCreateTopicEnable) out.push(t(AUTO_CREATE_TOPIC, o.defaultTopicQueueNums, rw | PermName.INHERIT));
   out.push(t(BENCHMARK_TOPIC, 1024, rw));
-  out.push(t(o.clusterName, 16, PermName.INHERIT | (o.clusterTopicEnable ?? true ? rw : 0)));
-  out.push(t(o.brokerName, 1, PermName.INHERIT | (o.brokerTopicEnable ?? true ? rw : 0)));
+  out.push(t(o.clusterName, 16, PermName.INHERIT | ((o.clusterTopicEnable ?? true) ? rw : 0)));
+  out.push(t(o.brokerName, 1, PermName.INHERIT | ((o.brokerTopicEnable ?? true) ? rw : 0)));
   out.push(t(OFFSET_MOVED_EVENT, 1, rw));
   out.push(t(SCHEDULE_TOPIC, 18, rw));
   if (o.traceTopicEnable ?? false) out.push(t(TRACE_TOPIC, 1, rw));
@@ -252,10 +233,10 @@ export class TopicConfigManager {
    * usable. Entries are merged over what is in memory, as Java's `putAll` does.
    */
   load(): string[] {
-    const r = loadConfigFile(this.#path, decodeTopicWrapper);
+    const r = loadConfigFile(this.#path, (raw) => decodeVersionedTable(raw, TOPIC_TABLE));
     this.#loadedFrom = r.from;
     if (r.value !== null) {
-      for (const [k, v] of r.value.topics) this.#topics.set(k, v);
+      for (const [k, v] of r.value.entries) this.#topics.set(k, v);
       if (r.value.dataVersion !== null) this.#version = r.value.dataVersion;
     }
     return r.problems;
@@ -325,11 +306,7 @@ export class TopicConfigManager {
   }
 
   wrapper(): TopicConfigWrapper {
-    // Object.fromEntries defines own properties, so a topic named "__proto__" stays a plain key.
-    return {
-      dataVersion: { counter: this.#version.counter, timestamp: this.#version.timestamp },
-      topicConfigTable: Object.fromEntries([...this.#topics].map(([k, v]) => [k, topicConfigJson(v)])),
-    };
+    return versionedTableBody(TOPIC_TABLE, this.#version, this.#topics) as unknown as TopicConfigWrapper;
   }
 
   /**
@@ -338,22 +315,12 @@ export class TopicConfigManager {
    * A body whose top level is malformed changes nothing; bad entries are skipped. Returns problems.
    */
   replaceAll(wrapper: unknown): string[] {
-    const d = decodeTopicWrapper(wrapper);
-    if (isInvalid(d)) return [`topic config body: ${d.invalid}; nothing changed`];
-    const problems = d.problems.map((p) => `topic config body: ${p}`);
-    if (d.value.dataVersion === null) return [...problems, "topic config body: dataVersion missing or invalid; nothing changed"];
-    if (sameVersion(d.value.dataVersion, this.#version)) return problems;
-    this.#commit(d.value.topics, d.value.dataVersion);
-    return problems;
+    return adoptMasterTable(wrapper, TOPIC_TABLE, "topic config body", this.#version, (t, v) => this.#commit(t, v));
   }
 
   #commit(topics: Map<string, TopicConfig>, version: DataVersion): void {
-    persistConfigFile(this.#path, {
-      dataVersion: version,
-      topicConfigTable: Object.fromEntries([...topics].map(([k, v]) => [k, topicConfigJson(v)])),
-    });
+    persistConfigFile(this.#path, versionedTableBody(TOPIC_TABLE, version, topics));
     this.#topics = topics;
     this.#version = version;
   }
 }
-
