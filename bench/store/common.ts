@@ -263,7 +263,7 @@ export interface AppendParams {
   /** Set KEYS on every message (exercises the IndexFile). */
   keys: boolean;
   rssEveryBytes: number;
-  /** Each in-flight loop yields to the event loop (setImmediate) after this many calls; 0 = never. */
+  /** Each in-flight loop yields to the event loop after this many calls, all of them to one shared setImmediate turn; 0 = never. */
   yieldEvery: number;
   /** Stop issuing puts after this long (the result says it was cut). */
   maxSeconds: number;

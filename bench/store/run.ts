@@ -602,7 +602,7 @@ async function main(): Promise<number> {
       "MiB/s = CommitLog bytes (records incl. headers) per second until the last put was acknowledged; % of seq ceiling = that / the Bun sequential-write ceiling above. " +
         "Latency = one putMessage(s)/getMessage call, awaited. CPU = the workload process's CPU-seconds per wall second (2 = both vCPUs busy), user + system, then the whole machine's over the same interval (the difference is other processes). " +
         "RSS at end = right after the last put (before shutdown): anon (JS heap, malloc) + file (mapped segments). " +
-        "Each in-flight loop yields to the event loop after every call, as a broker does between socket reads.",
+        "The 32 in-flight loops yield to the event loop together after every call (one shared setImmediate turn), as the requests of one socket read do in a broker.",
     );
     out();
 

@@ -207,6 +207,14 @@ async function append(dir: string, p: AppendParams): Promise<AppendResult> {
     }
   };
 
+  let turn: Promise<void> | null = null;
+  const nextTurn = (): Promise<void> =>
+    (turn ??= new Promise<void>((r) =>
+      setImmediate(() => {
+        turn = null;
+        r();
+      }),
+    ));
   const worker = async () => {
     let sinceYield = 0;
     while (next < p.messages) {
@@ -242,8 +250,10 @@ async function append(dir: string, p: AppendParams): Promise<AppendResult> {
       onDone(res, count);
       // Return to the event loop now and then, as a broker does between socket reads: without
       // it an ASYNC_FLUSH put never leaves the microtask queue and the store's timers (flush,
-      // checkpoint, cold-mapping release) would never run during the workload.
-      if (p.yieldEvery > 0 && ++sinceYield % p.yieldEvery === 0) await new Promise<void>((r) => setImmediate(r));
+      // checkpoint, cold-mapping release) would never run during the workload. The workers wait
+      // for one shared turn, so every in-flight put of a turn runs together, as the requests of
+      // one socket read do in the broker (they then share the CommitLog's per-turn commit).
+      if (p.yieldEvery > 0 && ++sinceYield % p.yieldEvery === 0) await nextTurn();
     }
   };
   await Promise.all(Array.from({ length: p.inflight }, worker));

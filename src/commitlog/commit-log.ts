@@ -35,8 +35,10 @@ export interface CommitLogOptions {
   flushDiskType: FlushDiskType;
   flushIntervalMs: number;
   /**
-   * How appends reach the page cache: "mmap" (a memory copy; fastest) or "pwrite" (one write()
-   * per append; far less written per fdatasync). Default: pwrite for SYNC_FLUSH, mmap otherwise.
+   * How appends reach the page cache: "pwrite" (default: records are encoded into an in-memory
+   * stage and written with one pwrite() per event-loop turn, see ./mapped-file.ts) or "mmap"
+   * (stored straight into the shared mapping: a page fault per first touch of a page, about 10×
+   * slower on ext4; kept for comparison in bench/store).
    */
   writeMode?: "mmap" | "pwrite";
   now?: () => number;
@@ -52,6 +54,9 @@ export interface AppendResult {
   storeTimestamp: number;
 }
 
+/** The usual size of a segment's write-behind stage (a bigger batch gets a bigger one). */
+const STAGE_BYTES = 1024 * 1024;
+
 export class CommitLogError extends Error {
   override name = "CommitLogError";
 }
@@ -66,9 +71,9 @@ export class CommitLog {
   #flushing: Promise<void> | null = null;
   #waiters: { offset: number; resolve: (ok: boolean) => void; timer: ReturnType<typeof setTimeout> | null }[] = [];
   #flushTimer: ReturnType<typeof setInterval> | null = null;
-  readonly #pwriteMode: boolean;
-  #scratchBuf: Uint8Array | null = null;
-  #scratchView: DataView | null = null;
+  readonly #staged: boolean;
+  /** The commit of the current event-loop turn's appends, run as a microtask (one pwrite). */
+  #commitRound: { promise: Promise<void>; resolve: () => void } | null = null;
   /** Sticky: once a write or flush failed, every later write is refused (NATS' mb.werr). */
   #writeError: Error | null = null;
 
@@ -76,15 +81,7 @@ export class CommitLog {
     this.#opts = opts;
     this.#now = opts.now ?? Date.now;
     this.#files = new MappedFileQueue(opts.dir, opts.segmentBytes);
-    this.#pwriteMode = (opts.writeMode ?? (opts.flushDiskType === "SYNC_FLUSH" ? "pwrite" : "mmap")) === "pwrite";
-  }
-
-  #scratch(size: number): Uint8Array {
-    if (!this.#scratchBuf || this.#scratchBuf.length < size) {
-      this.#scratchBuf = new Uint8Array(Math.max(size, 64 * 1024));
-      this.#scratchView = new DataView(this.#scratchBuf.buffer);
-    }
-    return this.#scratchBuf;
+    this.#staged = (opts.writeMode ?? "pwrite") === "pwrite";
   }
 
   /** Maps the segments found on disk (positions are set by `recover`). */
@@ -148,45 +145,84 @@ export class CommitLog {
     if (total + BLANK_MARKER_SIZE > this.#opts.segmentBytes) {
       throw new CommitLogError(`records of ${total} bytes do not fit in a ${this.#opts.segmentBytes}-byte segment`);
     }
-    const pwrite = this.#pwriteMode;
+    const staged = this.#staged;
     let file = this.#files.lastWritable(0);
     if (total + BLANK_MARKER_SIZE > file.remaining) {
-      if (pwrite) {
-        const marker = new Uint8Array(BLANK_MARKER_SIZE);
-        writeBlankMarker(marker, 0, file.remaining);
-        file.pwrite(marker, file.wrotePosition);
+      // Once per segment: the marker goes out at once, the rest of the file is already zero.
+      const remaining = file.remaining;
+      if (staged) {
+        const r = file.reserve(BLANK_MARKER_SIZE, STAGE_BYTES);
+        writeBlankMarker(r.buf, r.at, remaining);
+        file.commit();
+        file.dropStage();
       } else {
-        writeBlankMarker(file.buf, file.wrotePosition, file.remaining);
+        writeBlankMarker(file.buf, file.wrotePosition, remaining);
       }
       file.wrotePosition = file.fileSize;
       file = this.#files.lastWritable(0);
     }
     const storeTimestamp = this.#now();
     const out: AppendResult[] = [];
+    const base = file.wrotePosition;
+    const r = staged ? file.reserve(total, STAGE_BYTES) : null;
     try {
-      // pwrite mode encodes into a scratch buffer and writes the whole batch with one write().
-      const dst = pwrite ? this.#scratch(total) : file.buf;
-      const view = pwrite ? this.#scratchView! : file.view;
-      const base = file.wrotePosition;
-      let pos = pwrite ? 0 : base;
+      const dst = r ? r.buf : file.buf;
+      const view = r ? r.view : file.view;
+      const start = r ? r.at : base;
+      let pos = start;
       for (let i = 0; i < inputs.length; i++) {
         const input = inputs[i]!;
         const assign = typeof assignQueueOffset === "boolean" ? assignQueueOffset : (assignQueueOffset[i] ?? true);
         const key = `${input.topicName}-${input.queueId}`;
         const queueOffset = assign ? (this.#queueOffsets.get(key) ?? 0) : 0;
-        const physicalOffset = file.fileFromOffset + base + (pwrite ? pos : pos - base);
+        const physicalOffset = file.fileFromOffset + base + (pos - start);
         const size = encodeRecord(dst, pos, input, queueOffset, physicalOffset, storeTimestamp, view);
         pos += size;
         if (assign) this.#queueOffsets.set(key, queueOffset + 1);
         out.push({ physicalOffset, size, queueOffset, storeTimestamp });
       }
-      if (pwrite) file.pwrite(dst.subarray(0, total), base);
-      file.wrotePosition = base + total;
+      if (!r) file.wrotePosition = base + total;
     } catch (e) {
+      if (r) file.unreserve(total);
       this.#writeError = e instanceof Error ? e : new Error(String(e));
       throw e;
     }
+    if (r) this.#scheduleCommit();
     return out;
+  }
+
+  /**
+   * Resolves once everything appended so far is in the file (page cache), or the commit failed
+   * (then `writeError` is set). The store answers a send only after this: an acknowledged
+   * message survives the broker process being killed.
+   */
+  whenCommitted(): Promise<void> {
+    return this.#commitRound?.promise ?? Promise.resolve();
+  }
+
+  #scheduleCommit(): void {
+    if (this.#commitRound) return;
+    let resolve!: () => void;
+    const promise = new Promise<void>((r) => (resolve = r));
+    this.#commitRound = { promise, resolve };
+    // A microtask, not a timer: it runs after every append of this turn (all requests of one
+    // socket read land in one pwrite) and before any response of this turn reaches a socket.
+    queueMicrotask(() => {
+      const round = this.#commitRound!;
+      this.#commitRound = null;
+      try {
+        this.commit();
+      } catch (e) {
+        this.#writeError ??= e instanceof Error ? e : new Error(String(e));
+      }
+      round.resolve();
+    });
+  }
+
+  /** Writes every staged append to its file (only the last segment or two can have any). */
+  commit(): void {
+    const files = this.#files.files;
+    for (let i = Math.max(0, files.length - 2); i < files.length; i++) files[i]!.commit();
   }
 
   append(input: StoreRecordInput, assignQueueOffset = true): AppendResult {
@@ -208,8 +244,14 @@ export class CommitLog {
     const file = this.#files.lastWritable(offset);
     if (empty) file.wrotePosition = file.flushedPosition = offset - segStart;
     try {
-      file.buf.set(data, file.wrotePosition);
-      file.wrotePosition += data.length;
+      if (this.#staged) {
+        const r = file.reserve(data.length, STAGE_BYTES);
+        r.buf.set(data, r.at);
+        this.#scheduleCommit();
+      } else {
+        file.buf.set(data, file.wrotePosition);
+        file.wrotePosition += data.length;
+      }
     } catch (e) {
       this.#writeError = e instanceof Error ? e : new Error(String(e));
       return { invalid: this.#writeError.message };

@@ -8,8 +8,18 @@
  *   [0, wrotePosition)     written, visible to readers
  *   [wrotePosition, size)  zero
  *
- * Invariants: flushedPosition ≤ wrotePosition ≤ fileSize. The file is never truncated while
- * mapped (Bun crashes on access past a shrunk mapping); recovery zeroes a torn tail instead.
+ * Write-behind staging (the CommitLog's appends): bytes [wrotePosition − stagedBytes,
+ * wrotePosition) may still sit in an in-memory stage instead of the file. `commit()` writes them
+ * with one pwrite(); every reader path (`buf`, `view`, the flushes, close) commits first, so a
+ * reader can never see a hole. Why not store through the mapping: on ext4 each first store to a
+ * page of a shared mapping takes a page fault plus page_mkwrite (block allocation, journal),
+ * measured here at ~4 µs per 1 KiB message (≈ 230 MiB/s); staging and one pwrite per batch of
+ * appends runs at ≈ 2.3 GiB/s on the same file (bench/store). Reads still go through the mapping:
+ * write() and the mapping share the page cache.
+ *
+ * Invariants: flushedPosition ≤ wrotePosition ≤ fileSize; stagedBytes ≤ wrotePosition −
+ * flushedPosition. The file is never truncated while mapped (Bun crashes on access past a
+ * shrunk mapping); recovery zeroes a torn tail instead.
  */
 import {
   closeSync,
@@ -52,6 +62,10 @@ export class MappedFile {
   #closed = false;
   #buf: Uint8Array | null = null;
   #view: DataView | null = null;
+  /** Write-behind stage: its first `#stagedBytes` bytes belong at wrotePosition − #stagedBytes. */
+  #stage: Uint8Array | null = null;
+  #stageView: DataView | null = null;
+  #stagedBytes = 0;
   /**
    * Set on every use of the mapping; the release sweep clears it and unmaps a file found
    * untouched on two sweeps in a row (a flag, not a clock read: this is on the hot path).
@@ -81,11 +95,13 @@ export class MappedFile {
    */
   get buf(): Uint8Array {
     this.touched = true;
+    if (this.#stagedBytes !== 0) this.commit();
     return this.#buf ?? (this.#closed ? EMPTY : this.#map());
   }
 
   get view(): DataView {
     this.touched = true;
+    if (this.#stagedBytes !== 0) this.commit();
     if (this.#view) return this.#view;
     if (this.#closed) return EMPTY_VIEW;
     this.#map();
@@ -172,8 +188,56 @@ export class MappedFile {
     while (done < data.length) done += writeSync(this.#fd, data, done, data.length - done, position + done);
   }
 
+  /** Bytes appended to the stage and not yet written to the file. */
+  get stagedBytes(): number {
+    return this.#stagedBytes;
+  }
+
+  /**
+   * Reserves `length` bytes at the write position in the stage and advances wrotePosition; the
+   * caller fills `[at, at + length)` of `buf` before anything else runs (the stage is written as
+   * is by the next commit). `stageBytes` is the stage's usual size: when the reservation does not
+   * fit behind what is already staged, that is committed first.
+   */
+  reserve(length: number, stageBytes: number): { buf: Uint8Array; view: DataView; at: number } {
+    if (this.wrotePosition + length > this.fileSize) throw new Error(`${this.path}: ${length} bytes do not fit at ${this.wrotePosition}`);
+    if (this.#stage !== null && this.#stagedBytes + length > this.#stage.length) this.commit();
+    if (this.#stage === null || this.#stage.length < length) {
+      this.#stage = new Uint8Array(Math.max(stageBytes, length));
+      this.#stageView = new DataView(this.#stage.buffer);
+    }
+    const at = this.#stagedBytes;
+    this.#stagedBytes += length;
+    this.wrotePosition += length;
+    return { buf: this.#stage, view: this.#stageView!, at };
+  }
+
+  /** Takes back the last `length` reserved bytes (an encode failed half way). */
+  unreserve(length: number): void {
+    const n = Math.min(length, this.#stagedBytes);
+    this.#stagedBytes -= n;
+    this.wrotePosition -= n;
+  }
+
+  /** Writes the staged bytes to the file (one pwrite). Throws on an IO error; the bytes stay staged. */
+  commit(): void {
+    const n = this.#stagedBytes;
+    if (n === 0 || this.#closed) return;
+    this.pwrite(this.#stage!.subarray(0, n), this.wrotePosition - n);
+    this.#stagedBytes = 0;
+  }
+
+  /** Frees the stage (a segment that is full keeps no buffer). */
+  dropStage(): void {
+    if (this.#stagedBytes === 0) {
+      this.#stage = null;
+      this.#stageView = null;
+    }
+  }
+
   /** Makes everything written so far durable (blocking). */
   flushSync(): number {
+    if (this.#stagedBytes !== 0) this.commit();
     if (this.flushedPosition < this.wrotePosition && !this.#closed) {
       const upTo = this.wrotePosition;
       fdatasyncSync(this.#fd);
@@ -187,6 +251,7 @@ export class MappedFile {
    * works (group commit: whatever arrives meanwhile rides on the next flush).
    */
   flushAsync(): Promise<number> {
+    if (this.#stagedBytes !== 0) this.commit();
     const upTo = this.wrotePosition;
     if (this.flushedPosition >= upTo || this.#closed) return Promise.resolve(this.flushedPosition);
     return new Promise((resolve, reject) => {
@@ -204,6 +269,7 @@ export class MappedFile {
    * every page of it. The garbage ends at the first 4 KiB block that is all zero.
    */
   truncateTo(position: number): void {
+    if (this.#stagedBytes !== 0) this.commit();
     const end = Math.min(this.wrotePosition, this.fileSize);
     if (position < end) {
       const buf = this.buf;
@@ -229,10 +295,16 @@ export class MappedFile {
 
   close(): void {
     if (this.#closed) return;
-    this.#closed = true;
-    closeSync(this.#fd);
-    // Drop the mapping; Bun unmaps it when the array is collected.
-    this.release();
+    try {
+      if (this.#stagedBytes !== 0) this.commit();
+    } finally {
+      this.#closed = true;
+      closeSync(this.#fd);
+      // Drop the mapping; Bun unmaps it when the array is collected.
+      this.release();
+      this.#stage = null;
+      this.#stageView = null;
+    }
   }
 
   /** Closes and deletes the file. */

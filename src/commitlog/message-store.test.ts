@@ -167,7 +167,9 @@ describe("MessageStore", () => {
     flipByte(dir, bad.physicalOffset + 95);
     writeFileSync(join(dir, "abort"), "1");
     const { store: again, dir: d2 } = open(dir);
-    expect(again.recovery!.corruptRanges).toEqual([{ from: bad.physicalOffset, to: bad.physicalOffset + bad.size, reason: expect.stringContaining("crc mismatch") }]);
+    expect(again.recovery!.corruptRanges).toEqual([
+      { from: bad.physicalOffset, to: bad.physicalOffset + bad.size, reason: expect.stringContaining("crc mismatch") },
+    ]);
     expect(again.recovery!.problems.join("\n")).toContain("damaged bytes");
     const got = bodies(again.getMessage("T", 0, 0, 32)).map((b) => b.slice(0, 2));
     expect(got).toEqual(["m0", "m1", "m2", "m3", "m5", "m6", "m7", "m8", "m9"]);

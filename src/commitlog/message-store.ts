@@ -107,6 +107,8 @@ export interface PutMessageRequest {
   tags?: string;
   keys?: string;
   uniqKey?: string;
+  /** True when tags/keys/uniqKey above were taken from the properties: undefined means absent. */
+  propertiesParsed?: boolean;
   /** False when the producer set WAIT=false: do not wait for the flush. */
   waitStoreMsgOK?: boolean;
 }
@@ -164,6 +166,7 @@ export class MessageStore {
   readonly commitLog: CommitLog;
   readonly #index: IndexService;
   readonly #queues = new Map<string, Map<number, ConsumeQueue>>();
+  readonly #topicCache = new Map<string, Uint8Array>();
   #reputOffset = 0;
   #timers: ReturnType<typeof setInterval>[] = [];
   #diskFull = false;
@@ -359,7 +362,7 @@ export class MessageStore {
           appended: [],
         };
       }
-      const topic = enc.encode(r.topic);
+      const topic = this.#topicBytes(r.topic);
       if (topic.length > TOPIC_SIZE_MAX_BYTES)
         return { status: "MESSAGE_ILLEGAL", remark: `topic is longer than ${TOPIC_SIZE_MAX_BYTES} bytes`, appended: [] };
       const properties = enc.encode(r.properties);
@@ -394,10 +397,16 @@ export class MessageStore {
         appended: [],
       };
     }
-    const assign = reqs.map((r) => {
-      const t = transactionType(r.sysFlag);
-      return t === SysFlag.TRANSACTION_NOT_TYPE || t === SysFlag.TRANSACTION_COMMIT_TYPE;
-    });
+    let assign: boolean[] | boolean = true;
+    for (let i = 0; i < reqs.length; i++) {
+      const t = transactionType(reqs[i]!.sysFlag);
+      if (t === SysFlag.TRANSACTION_NOT_TYPE || t === SysFlag.TRANSACTION_COMMIT_TYPE) continue;
+      assign = reqs.map((r) => {
+        const tt = transactionType(r.sysFlag);
+        return tt === SysFlag.TRANSACTION_NOT_TYPE || tt === SysFlag.TRANSACTION_COMMIT_TYPE;
+      });
+      break;
+    }
     let appended: AppendResult[];
     try {
       appended = this.commitLog.appendBatch(inputs, assign);
@@ -408,7 +417,8 @@ export class MessageStore {
       for (let i = 0; i < reqs.length; i++) {
         const r = reqs[i]!;
         const a = appended[i]!;
-        const props = r.tags === undefined || (r.keys === undefined && r.uniqKey === undefined) ? parseProperties(r.properties) : null;
+        const known = r.propertiesParsed === true || (r.tags !== undefined && (r.keys !== undefined || r.uniqKey !== undefined));
+        const props = known ? null : parseProperties(r.properties);
         const tags = r.tags ?? props?.[MessageConst.TAGS];
         this.#dispatch(
           r.topic,
@@ -432,9 +442,14 @@ export class MessageStore {
     const last = appended.at(-1)!;
     this.#reputOffset = last.physicalOffset + last.size;
     const end = this.#reputOffset;
+    // The records sit in the CommitLog's write-behind stage until this turn's commit (one pwrite
+    // for every append of the turn); nothing is acknowledged before they are in the page cache.
+    await this.commitLog.whenCommitted();
+    const werr = this.commitLog.writeError;
+    if (werr) return { status: "UNKNOWN_ERROR", remark: `the CommitLog write failed, store stopped taking writes: ${werr.message}`, appended: [] };
     this.onAppend?.();
     const wait = reqs.every((r) => r.waitStoreMsgOK !== false);
-    if (!wait) return { status: "PUT_OK", appended };
+    if (!wait || (this.#o.flushDiskType !== "SYNC_FLUSH" && !this.replicaWait)) return { status: "PUT_OK", appended };
     // Flush and replication waits run together; as in RocketMQ, a replication failure wins.
     const flushed = this.#o.flushDiskType === "SYNC_FLUSH" ? this.commitLog.waitForFlush(end, this.#o.syncFlushTimeoutMs) : Promise.resolve(true);
     const replicated = this.replicaWait ? this.replicaWait(end) : Promise.resolve("OK" as const);
@@ -443,6 +458,17 @@ export class MessageStore {
     if (repl === "NO_SLAVE") return { status: "SLAVE_NOT_AVAILABLE", appended };
     if (!ok) return { status: "FLUSH_DISK_TIMEOUT", appended };
     return { status: "PUT_OK", appended };
+  }
+
+  /** A topic's UTF-8 bytes, cached: the same few topics are encoded on every put. */
+  #topicBytes(topic: string): Uint8Array {
+    let b = this.#topicCache.get(topic);
+    if (b === undefined) {
+      if (this.#topicCache.size >= 65536) this.#topicCache.clear();
+      b = enc.encode(topic);
+      this.#topicCache.set(topic, b);
+    }
+    return b;
   }
 
   #refusal(): string | null {

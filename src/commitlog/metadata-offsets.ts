@@ -179,11 +179,15 @@ export class ConsumerOffsetManager {
   }
 
   groupsOf(topic: string): string[] {
-    return this.#keys().filter(([t]) => t === topic).map(([, g]) => g);
+    return this.#keys()
+      .filter(([t]) => t === topic)
+      .map(([, g]) => g);
   }
 
   topicsOf(group: string): string[] {
-    return this.#keys().filter(([, g]) => g === group).map(([t]) => t);
+    return this.#keys()
+      .filter(([, g]) => g === group)
+      .map(([t]) => t);
   }
 
   /**

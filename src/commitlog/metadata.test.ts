@@ -291,7 +291,12 @@ describe("ConsumerOffsetManager", () => {
     expect(b.query("CG", "TopicA", 1)).toBe(-1);
     expect(b.query("CG", "TopicA", 2)).toBe(-1);
     expect(b.query("CG2", "TopicA", 3)).toBe(2 ** 40);
-    expect(b.queryAll("CG", "TopicA")).toEqual(new Map([[0, 12], [1, -1]]));
+    expect(b.queryAll("CG", "TopicA")).toEqual(
+      new Map([
+        [0, 12],
+        [1, -1],
+      ]),
+    );
     expect(b.queryAll("nope", "TopicA")).toEqual(new Map());
     expect(b.dirty).toBe(false);
   });
@@ -301,7 +306,14 @@ describe("ConsumerOffsetManager", () => {
     writeRaw(dir, "consumerOffset.json", '{\n\t"offsetTable":{\n\t\t"TopicA@CG":{0:12,1:10,2:11,3:9},\n\t\t"%RETRY%CG@CG":{0:0}\n\t}\n}');
     const m = new ConsumerOffsetManager({ dir });
     expect(m.load()).toEqual([]);
-    expect(m.queryAll("CG", "TopicA")).toEqual(new Map([[0, 12], [1, 10], [2, 11], [3, 9]]));
+    expect(m.queryAll("CG", "TopicA")).toEqual(
+      new Map([
+        [0, 12],
+        [1, 10],
+        [2, 11],
+        [3, 9],
+      ]),
+    );
     expect(m.query("CG", "%RETRY%CG", 0)).toBe(0);
 
     const compact = tmp();
@@ -422,7 +434,7 @@ describe("ConsumerOffsetManager", () => {
 describe("DelayOffsetManager", () => {
   test("round-trips, reads Java's unquoted keys, defaults to 0", () => {
     const dir = tmp();
-    writeRaw(dir, "delayOffset.json", "{\n\t\"offsetTable\":{1:0,2:0,3:5}\n}");
+    writeRaw(dir, "delayOffset.json", '{\n\t"offsetTable":{1:0,2:0,3:5}\n}');
     const m = new DelayOffsetManager({ dir });
     expect(m.load()).toEqual([]);
     expect([m.get(1), m.get(3), m.get(18)]).toEqual([0, 5, 0]);

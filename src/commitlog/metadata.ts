@@ -19,11 +19,7 @@
  * (thrown) leaves both as they were. The dirty-flag managers stay dirty after a failed write, so
  * the next timer tick retries.
  */
-export {
-  type DataVersion,
-  type LoadedFrom,
-  type MetadataOptions,
-} from "./metadata-file.ts";
+export { type DataVersion, type LoadedFrom, type MetadataOptions } from "./metadata-file.ts";
 export {
   AUTO_CREATE_TOPIC,
   BENCHMARK_TOPIC,

@@ -24,7 +24,8 @@ export function optString(ext: ExtFields | undefined, key: string): string | und
 /** Decimal digits with an optional sign, as Java's parseInt/parseLong accept (Number() also takes " ", "0x10", "1e3"). */
 const DECIMAL_INTEGER = /^[+-]?\d+$/;
 
-function toInt(key: string, s: string): number {
+/** Parses one field's text as Java's parseInt/parseLong would; `key` names it in the error. */
+export function toInt(key: string, s: string): number {
   const n = DECIMAL_INTEGER.test(s) ? Number(s) : NaN;
   if (!Number.isInteger(n)) throw new HeaderError(`the custom field <${key}> is not an integer: ${s}`);
   return n;

@@ -6,4 +6,4 @@ export { RemotingClient, REMOTING_CLIENT_DEFAULTS, splitHostPort, type RemotingC
 export type { RequestProcessor, ProcessResult } from "./processor.ts";
 export { RequestCode, requestCodeName } from "./request-code.ts";
 export { ResponseCode, responseCodeName } from "./response-code.ts";
-export { HeaderError, reqString, optString, reqInt, optInt, optBool } from "./ext-fields.ts";
+export { HeaderError, reqString, optString, reqInt, optInt, optBool, toInt } from "./ext-fields.ts";

@@ -27,10 +27,10 @@ import {
 } from "../../commitlog/index.ts";
 import {
   createResponse,
-  optBool,
   optInt,
   optString,
   reqInt,
+  toInt,
   reqString,
   RequestCode,
   ResponseCode,
@@ -69,43 +69,57 @@ interface SendHeader {
   batch: boolean;
 }
 
-const V2_TO_V1: Record<string, string> = {
-  a: "producerGroup",
-  b: "topic",
-  c: "defaultTopic",
-  d: "defaultTopicQueueNums",
-  e: "queueId",
-  f: "sysFlag",
-  g: "bornTimestamp",
-  h: "flag",
-  i: "properties",
-  j: "reconsumeTimes",
-  k: "unitMode",
-  l: "maxReconsumeTimes",
-  m: "batch",
-  n: "bname",
-};
+/** SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE carry the same fields under one-letter names (Java's SendMessageRequestHeaderV2). */
+const V1_TO_V2 = {
+  producerGroup: "a",
+  topic: "b",
+  defaultTopic: "c",
+  defaultTopicQueueNums: "d",
+  queueId: "e",
+  sysFlag: "f",
+  bornTimestamp: "g",
+  flag: "h",
+  properties: "i",
+  reconsumeTimes: "j",
+  unitMode: "k",
+  maxReconsumeTimes: "l",
+  batch: "m",
+  bname: "n",
+} as const;
 
+/**
+ * Reads the send header by long name. The hot path: no copy of extFields into a long-name map,
+ * each field is looked up under its one-letter name (V2) and, failing that, its long name.
+ */
 function parseSendHeader(cmd: RemotingCommand): SendHeader {
-  let ext: ExtFields | undefined = cmd.extFields;
-  if (cmd.code !== RequestCode.SEND_MESSAGE && ext) {
-    const long: ExtFields = {};
-    for (const [k, v] of Object.entries(ext)) long[V2_TO_V1[k] ?? k] = v;
-    ext = long;
-  }
+  const ext: ExtFields = cmd.extFields ?? {};
+  const v2 = cmd.code !== RequestCode.SEND_MESSAGE;
+  const raw = (long: keyof typeof V1_TO_V2): string | undefined => (v2 ? (ext[V1_TO_V2[long]] ?? ext[long]) : ext[long]);
+  const str = (long: keyof typeof V1_TO_V2): string | undefined => {
+    const v = raw(long);
+    return v === undefined || v === "" ? undefined : v;
+  };
+  const int = (long: keyof typeof V1_TO_V2): number | undefined => {
+    const v = str(long);
+    return v === undefined ? undefined : toInt(long, v);
+  };
+  const producerGroup = str("producerGroup") ?? reqString(undefined, "producerGroup");
+  const topic = str("topic") ?? reqString(undefined, "topic");
+  const queueId = int("queueId") ?? toInt("queueId", reqString(undefined, "queueId"));
+  const batch = str("batch");
   return {
-    producerGroup: reqString(ext, "producerGroup"),
-    topic: reqString(ext, "topic"),
-    defaultTopic: optString(ext, "defaultTopic") ?? "TBW102",
-    defaultTopicQueueNums: optInt(ext, "defaultTopicQueueNums") ?? 4,
-    queueId: reqInt(ext, "queueId"),
-    sysFlag: optInt(ext, "sysFlag") ?? 0,
-    bornTimestamp: optInt(ext, "bornTimestamp") ?? Date.now(),
-    flag: optInt(ext, "flag") ?? 0,
-    properties: optString(ext, "properties") ?? "",
-    reconsumeTimes: optInt(ext, "reconsumeTimes") ?? 0,
-    maxReconsumeTimes: optInt(ext, "maxReconsumeTimes"),
-    batch: optBool(ext, "batch") ?? cmd.code === RequestCode.SEND_BATCH_MESSAGE,
+    producerGroup,
+    topic,
+    defaultTopic: str("defaultTopic") ?? "TBW102",
+    defaultTopicQueueNums: int("defaultTopicQueueNums") ?? 4,
+    queueId,
+    sysFlag: int("sysFlag") ?? 0,
+    bornTimestamp: int("bornTimestamp") ?? Date.now(),
+    flag: int("flag") ?? 0,
+    properties: str("properties") ?? "",
+    reconsumeTimes: int("reconsumeTimes") ?? 0,
+    maxReconsumeTimes: int("maxReconsumeTimes"),
+    batch: batch !== undefined ? batch === "true" : cmd.code === RequestCode.SEND_BATCH_MESSAGE,
   };
 }
 
@@ -247,6 +261,7 @@ export class SendMessageProcessor implements RequestProcessor {
       reconsumeTimes,
       preparedTransactionOffset: 0,
       waitStoreMsgOK: wait,
+      propertiesParsed: true,
     };
     const tags = props[MessageConst.TAGS];
     if (tags !== undefined) req.tags = tags;

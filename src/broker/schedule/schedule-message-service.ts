@@ -449,6 +449,7 @@ function park(req: PutMessageRequest, queueId: number, setKey: string, setValue:
   const parked: PutMessageRequest = { ...req, topic: SCHEDULE_TOPIC, queueId, properties: encodeProperties(props) };
   // Without `tags` the store reads the properties, so tagsCodeFor sees DELAY / TIMER_OUT_MS.
   delete parked.tags;
+  delete parked.propertiesParsed;
   return parked;
 }
 
