@@ -88,6 +88,12 @@ const INT32_MIN = -0x80000000;
 const H = INDEX_HEADER_LAYOUT;
 const E = INDEX_ENTRY_LAYOUT;
 
+/** A non-negative safe integer as a big-endian Java long (two 32-bit halves: no BigInt). */
+function setInt64(v: DataView, p: number, n: number): void {
+  v.setInt32(p, Math.floor(n / 0x100000000));
+  v.setUint32(p + 4, n >>> 0);
+}
+
 /** RocketMQ's `indexKeyHashMethod`: |hashCode|, with Integer.MIN_VALUE (whose abs overflows) → 0. */
 export function indexKeyHash(key: string): number {
   const h = javaStringHashCode(key);
@@ -277,7 +283,7 @@ export class IndexFile {
 
     const at = this.#entriesStart + n * INDEX_ENTRY_SIZE_BYTES;
     view.setInt32(at + E.keyHash.offset, hash);
-    view.setBigInt64(at + E.phyOffset.offset, BigInt(phyOffset));
+    setInt64(view, at + E.phyOffset.offset, phyOffset);
     view.setInt32(at + E.timeDiff.offset, timeDiff);
     view.setInt32(at + E.prevIndex.offset, head);
 
@@ -285,7 +291,16 @@ export class IndexFile {
     this.#endPhyOffset = phyOffset;
     this.#hashSlotCount += 1;
     this.#indexCount = n + 1;
-    this.#writeHeader();
+    // The header as RocketMQ keeps it, updated on every put; only what a put changes is written
+    // (the begin fields once, on the first put), with no BigInt on this per-message path.
+    if (n === 1) {
+      setInt64(view, H.beginTimestamp.offset, this.#beginTimestamp);
+      setInt64(view, H.beginPhyOffset.offset, this.#beginPhyOffset);
+    }
+    setInt64(view, H.endTimestamp.offset, storeTimestamp);
+    setInt64(view, H.endPhyOffset.offset, phyOffset);
+    view.setInt32(H.hashSlotCount.offset, this.#hashSlotCount);
+    view.setInt32(H.indexCount.offset, this.#indexCount);
 
     view.setInt32(slotPos, n);
     this.#dirty = true;

@@ -190,7 +190,14 @@ describe("RemotingClient", () => {
     });
     const client = newClient();
     const inflight = [client.invoke(raw.addr, createRequest(11), 5000), client.invoke(raw.addr, createRequest(11), 5000)];
-    const errors = await Promise.all(inflight.map((p) => p.then(() => null, (e: unknown) => e)));
+    const errors = await Promise.all(
+      inflight.map((p) =>
+        p.then(
+          () => null,
+          (e: unknown) => e,
+        ),
+      ),
+    );
     for (const e of errors) expect(e).toBeInstanceOf(RemotingClosedError);
 
     const res = await client.invoke(raw.addr, createRequest(11), 2000);
@@ -200,7 +207,14 @@ describe("RemotingClient", () => {
 
   test("invokeOneway sends the request with the oneway flag and expects nothing", async () => {
     const seen: RemotingCommand[] = [];
-    const { addr } = startServer((s) => s.register(15, { process: (_c, cmd) => { seen.push(cmd); return createResponse(cmd, 0); } }));
+    const { addr } = startServer((s) =>
+      s.register(15, {
+        process: (_c, cmd) => {
+          seen.push(cmd);
+          return createResponse(cmd, 0);
+        },
+      }),
+    );
     const client = newClient();
     const req = createRequest(15, { consumerGroup: "G", commitOffset: "5" });
     await client.invokeOneway(addr, req);
@@ -232,7 +246,9 @@ describe("RemotingClient", () => {
     const probe = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
     const port = probe.port;
     probe.stop(true);
-    const err = await newClient().invoke(`127.0.0.1:${port}`, createRequest(11), 1000).catch((e: unknown) => e);
+    const err = await newClient()
+      .invoke(`127.0.0.1:${port}`, createRequest(11), 1000)
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(RemotingClosedError);
   });
 
@@ -265,7 +281,12 @@ describe("RemotingClient", () => {
   test("disconnect(addr) closes the connection and the next invoke opens a new one", async () => {
     const ids: number[] = [];
     const { addr } = startServer((s) =>
-      s.register(11, { process: (conn: RemotingConnection, cmd) => { ids.push(conn.id); return createResponse(cmd, 0); } }),
+      s.register(11, {
+        process: (conn: RemotingConnection, cmd) => {
+          ids.push(conn.id);
+          return createResponse(cmd, 0);
+        },
+      }),
     );
     const client = newClient();
     await client.invoke(addr, createRequest(11), 2000);

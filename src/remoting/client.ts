@@ -46,9 +46,10 @@ export class RemotingClient {
     const p = this.#connect(addr);
     this.#connections.set(addr, p);
     p.then(
-      (conn) => conn.onClose(() => {
-        if (this.#connections.get(addr) === p) this.#connections.delete(addr);
-      }),
+      (conn) =>
+        conn.onClose(() => {
+          if (this.#connections.get(addr) === p) this.#connections.delete(addr);
+        }),
       () => {
         if (this.#connections.get(addr) === p) this.#connections.delete(addr);
       },
@@ -99,7 +100,10 @@ export class RemotingClient {
     });
     let timer: ReturnType<typeof setTimeout> | undefined;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new RemotingClosedError(`connect to ${addr} timed out after ${opts.connectTimeoutMs} ms`)), opts.connectTimeoutMs);
+      timer = setTimeout(
+        () => reject(new RemotingClosedError(`connect to ${addr} timed out after ${opts.connectTimeoutMs} ms`)),
+        opts.connectTimeoutMs,
+      );
     });
     try {
       const socket = await Promise.race([connecting, timeout]);
@@ -114,7 +118,10 @@ export class RemotingClient {
       return conn;
     } catch (e) {
       // A connect that completes after the timeout must not stay open as an orphan connection.
-      connecting.then((socket) => (conn ? conn.close() : socket.end()), () => {});
+      connecting.then(
+        (socket) => (conn ? conn.close() : socket.end()),
+        () => {},
+      );
       if (e instanceof RemotingClosedError) throw e;
       throw new RemotingClosedError(`connect to ${addr} failed: ${e instanceof Error ? e.message : String(e)}`);
     } finally {

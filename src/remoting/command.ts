@@ -76,13 +76,7 @@ export function createRequest(
 }
 
 /** A response to `req`: same opaque, same serialize type, response flag set. */
-export function createResponse(
-  req: RemotingCommand,
-  code: number,
-  remark?: string,
-  extFields?: ExtFields,
-  body?: Uint8Array,
-): RemotingCommand {
+export function createResponse(req: RemotingCommand, code: number, remark?: string, extFields?: ExtFields, body?: Uint8Array): RemotingCommand {
   const cmd: RemotingCommand = {
     code,
     language: "JAVA",

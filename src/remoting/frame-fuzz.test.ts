@@ -19,7 +19,6 @@ import { concat, frameBytes, rocketmqHeaderBytes, u16, u32, utf8 } from "./test-
 const ITERATIONS = fuzzIterations(6000);
 const SEED = fuzzSeed();
 
-
 const ALPHABET = ["a", "Z", "0", "_", "%", " ", "\u0001", "\u0002", "é", "€", "😀", '"', "\\", "{", "}"];
 function randomString(rng: Rng, max: number): string {
   let s = "";
@@ -60,12 +59,17 @@ function targetedFrame(rng: Rng): Uint8Array {
     case 2: // JSON that is not an object
       return frameBytes(0, utf8(rng.pick(["[]", "[1,2]", "1", '"x"', "null", "true", "", " ", "{"])));
     case 3: // extFields arrays and nested objects
-      return frameBytes(0, utf8(rng.pick([
-        '{"code":1,"extFields":[1]}',
-        '{"code":1,"extFields":{"a":{"b":1}}}',
-        '{"code":1,"extFields":{"a":[]}}',
-        '{"code":1,"extFields":"s"}',
-      ])));
+      return frameBytes(
+        0,
+        utf8(
+          rng.pick([
+            '{"code":1,"extFields":[1]}',
+            '{"code":1,"extFields":{"a":{"b":1}}}',
+            '{"code":1,"extFields":{"a":[]}}',
+            '{"code":1,"extFields":"s"}',
+          ]),
+        ),
+      );
     case 4: {
       // A ROCKETMQ ext section truncated at a random point, with its length word (and the frame)
       // adjusted to the truncated size, so the only thing wrong is the cut entry.
@@ -217,16 +221,20 @@ function fuzzOne(rng: Rng): void {
   }
 }
 
-test(`fuzz: ${ITERATIONS} random and mutated inputs fed in two halves (seed ${SEED})`, () => {
-  process.stderr.write(`frame-fuzz: SEED=${SEED} (replay with SEED=${SEED} bun test src/remoting/frame-fuzz.test.ts)\n`);
-  const rng = prng(SEED);
-  let i = 0;
-  try {
-    for (; i < ITERATIONS; i++) fuzzOne(rng);
-  } catch (e) {
-    throw new Error(`fuzz failure at iteration ${i} with SEED=${SEED}: ${e instanceof Error ? e.message : String(e)}`);
-  }
-}, Math.max(30_000, ITERATIONS / 10));
+test(
+  `fuzz: ${ITERATIONS} random and mutated inputs fed in two halves (seed ${SEED})`,
+  () => {
+    process.stderr.write(`frame-fuzz: SEED=${SEED} (replay with SEED=${SEED} bun test src/remoting/frame-fuzz.test.ts)\n`);
+    const rng = prng(SEED);
+    let i = 0;
+    try {
+      for (; i < ITERATIONS; i++) fuzzOne(rng);
+    } catch (e) {
+      throw new Error(`fuzz failure at iteration ${i} with SEED=${SEED}: ${e instanceof Error ? e.message : String(e)}`);
+    }
+  },
+  Math.max(30_000, ITERATIONS / 10),
+);
 
 test("fuzz: targeted frames alone are invalid or incomplete, never decoded (seeded)", () => {
   const rng = prng(SEED ^ 0x5eed);

@@ -17,7 +17,7 @@ function commands(r: RemotingCommand[] | { invalid: string }): RemotingCommand[]
 function frameEnds(stream: Uint8Array): number[] {
   const view = new DataView(stream.buffer, stream.byteOffset, stream.byteLength);
   const ends: number[] = [];
-  for (let pos = 0; pos < stream.length; ) {
+  for (let pos = 0; pos < stream.length;) {
     pos += 4 + view.getUint32(pos);
     ends.push(pos);
   }

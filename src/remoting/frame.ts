@@ -15,7 +15,7 @@
  * resynchronised (there is no magic number), so the caller closes that one connection.
  */
 import { type RemotingCommand, SerializeType } from "./command.ts";
-import { decodeJsonHeader, encodeJsonHeader, type DecodedHeader } from "./header-json.ts";
+import { decodeJsonHeader, encodeJsonHeaderText, type DecodedHeader } from "./header-json.ts";
 import { decodeRocketmqHeader, encodeRocketmqHeader } from "./header-rocketmq.ts";
 
 export const FRAME_LENGTH_FIELD_SIZE = 4;
@@ -34,9 +34,9 @@ export interface FrameLimits {
 export type Invalid = { invalid: string };
 
 export function decodeCommand(frame: Uint8Array): RemotingCommand | Invalid {
-  // frame starts at the header-length word (the length word is already consumed).
-  const view = new DataView(frame.buffer, frame.byteOffset, frame.byteLength);
-  const word = view.getUint32(0);
+  // frame starts at the header-length word (the length word is already consumed). Read by hand:
+  // a DataView would need frame.buffer, which makes JSC materialise the ArrayBuffer.
+  const word = ((frame[0]! << 24) | (frame[1]! << 16) | (frame[2]! << 8) | frame[3]!) >>> 0;
   const type = word >>> 24;
   const headerLength = word & 0xffffff;
   if (headerLength > frame.length - FRAME_HEADER_LENGTH_FIELD_SIZE) return { invalid: "header length exceeds frame length" };
@@ -47,7 +47,8 @@ export function decodeCommand(frame: Uint8Array): RemotingCommand | Invalid {
   else if (type === SerializeType.ROCKETMQ) header = decodeRocketmqHeader(headerBytes, EXT_FIELDS_MAX);
   else return { invalid: `unknown serialize type ${type}` };
   if ("invalid" in header) return header;
-  const cmd: RemotingCommand = { ...header, serializeType: type };
+  const cmd = header as RemotingCommand;
+  cmd.serializeType = type;
   const bodyStart = FRAME_HEADER_LENGTH_FIELD_SIZE + headerLength;
   if (bodyStart < frame.length) cmd.body = frame.subarray(bodyStart);
   return cmd;
@@ -64,24 +65,37 @@ export function encodeCommand(cmd: RemotingCommand): Uint8Array {
   };
   if (cmd.remark !== undefined) h.remark = cmd.remark;
   if (cmd.extFields !== undefined) h.extFields = cmd.extFields;
-  const header = cmd.serializeType === SerializeType.ROCKETMQ ? encodeRocketmqHeader(h) : encodeJsonHeader(h);
+  // JSON headers are encoded straight into the frame (encodeInto): no separate header array.
+  const binary = cmd.serializeType === SerializeType.ROCKETMQ ? encodeRocketmqHeader(h) : null;
+  const text = binary === null ? encodeJsonHeaderText(h) : "";
+  const headerLength = binary !== null ? binary.length : Buffer.byteLength(text, "utf8");
   const parts = cmd.body ? undefined : cmd.bodyParts;
   let bodyLength = cmd.body?.length ?? 0;
   if (parts) for (const p of parts) bodyLength += p.length;
-  const out = new Uint8Array(FRAME_PREFIX_SIZE + header.length + bodyLength);
-  const view = new DataView(out.buffer);
-  view.setUint32(0, FRAME_HEADER_LENGTH_FIELD_SIZE + header.length + bodyLength);
-  view.setUint32(4, ((cmd.serializeType & 0xff) << 24) | header.length);
-  out.set(header, FRAME_PREFIX_SIZE);
-  if (cmd.body) out.set(cmd.body, FRAME_PREFIX_SIZE + header.length);
+  const out = new Uint8Array(FRAME_PREFIX_SIZE + headerLength + bodyLength);
+  writeUint32(out, 0, FRAME_HEADER_LENGTH_FIELD_SIZE + headerLength + bodyLength);
+  writeUint32(out, 4, (((cmd.serializeType & 0xff) << 24) | headerLength) >>> 0);
+  if (binary !== null) out.set(binary, FRAME_PREFIX_SIZE);
+  else utf8Encoder.encodeInto(text, out.subarray(FRAME_PREFIX_SIZE, FRAME_PREFIX_SIZE + headerLength));
+  if (cmd.body) out.set(cmd.body, FRAME_PREFIX_SIZE + headerLength);
   else if (parts) {
-    let pos = FRAME_PREFIX_SIZE + header.length;
+    let pos = FRAME_PREFIX_SIZE + headerLength;
     for (const p of parts) {
       out.set(p, pos);
       pos += p.length;
     }
   }
   return out;
+}
+
+const utf8Encoder = new TextEncoder();
+
+/** Big-endian, by hand: no DataView (and so no ArrayBuffer materialised) per frame. */
+function writeUint32(b: Uint8Array, p: number, n: number): void {
+  b[p] = n >>> 24;
+  b[p + 1] = n >>> 16;
+  b[p + 2] = n >>> 8;
+  b[p + 3] = n;
 }
 
 /**
@@ -121,12 +135,23 @@ export class FrameDecoder {
       }
       if (buf.length - pos - FRAME_LENGTH_FIELD_SIZE < length) break;
       const start = pos + FRAME_LENGTH_FIELD_SIZE;
-      // Copy the frame out: the chunk belongs to the socket layer, and the body may outlive it.
-      const frame = buf.slice(start, start + length);
-      const cmd = decodeCommand(frame);
+      const cmd = decodeCommand(buf.subarray(start, start + length));
       if ("invalid" in cmd) return this.#fail(cmd.invalid);
       out.push(cmd);
       pos = start + length;
+    }
+    // Bodies were decoded as views of `buf`, which belongs to the socket layer (or is #pending,
+    // reused): copy the complete frames out in one piece and re-point the bodies at the copy.
+    // One allocation per read instead of one per frame.
+    if (pos > 0) {
+      let owned: Uint8Array | null = null;
+      for (const cmd of out) {
+        const b = cmd.body;
+        if (b === undefined) continue;
+        owned ??= buf.slice(0, pos);
+        const at = b.byteOffset - buf.byteOffset;
+        cmd.body = owned.subarray(at, at + b.length);
+      }
     }
     this.#keepTail(buf, pos);
     return out;

@@ -68,7 +68,7 @@ export function runHeaderCodecSuite(serializeType: SerializeType): void {
       ["a response with a remark", { flag: FLAG_RESPONSE, code: 1, remark: "something went wrong" }],
       ["a oneway request", { flag: FLAG_ONEWAY, code: 15 }],
       ["extFields with several entries", { extFields: { a: "PG", b: "TopicA", d: "4", k: "false", g: "1700000000000" } }],
-      ["non-ASCII remark, keys and values", { remark: "fehler: ü€😀", extFields: { "schlüssel": "wert€", k: "😀" } }],
+      ["non-ASCII remark, keys and values", { remark: "fehler: ü€😀", extFields: { schlüssel: "wert€", k: "😀" } }],
       ["control characters in values (the property separators)", { extFields: { i: "TAGS\u0001TagA\u0002" } }],
       ["opaque at int32 max", { opaque: 0x7fffffff }],
       ["negative opaque (Java int wrap)", { opaque: -5 }],

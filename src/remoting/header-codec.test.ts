@@ -201,8 +201,7 @@ describe("ROCKETMQ header layout (§1.7)", () => {
     );
   });
 
-  const fixed = (remarkLen: number, rest: Uint8Array = new Uint8Array(0)) =>
-    concat(u16(310), u8(0), u16(409), u32(7), u32(0), u32(remarkLen), rest);
+  const fixed = (remarkLen: number, rest: Uint8Array = new Uint8Array(0)) => concat(u16(310), u8(0), u16(409), u32(7), u32(0), u32(remarkLen), rest);
 
   const malformed: [string, Uint8Array, string][] = [
     ["shorter than the fixed size", new Uint8Array(20), "shorter than 21"],
@@ -237,9 +236,14 @@ describe("JSON header (§1.2)", () => {
   const dec = (text: string) => decodeJsonHeader(utf8(text), EXT_FIELDS_MAX);
 
   test("Java's alphabetical key order, string values and serializeTypeCurrentRPC are accepted", () => {
-    expect(
-      dec('{"code":34,"extFields":{"x":"1"},"flag":0,"language":"JAVA","opaque":9,"serializeTypeCurrentRPC":"JSON","version":409}'),
-    ).toEqual({ code: 34, language: "JAVA", version: 409, opaque: 9, flag: 0, extFields: { x: "1" } });
+    expect(dec('{"code":34,"extFields":{"x":"1"},"flag":0,"language":"JAVA","opaque":9,"serializeTypeCurrentRPC":"JSON","version":409}')).toEqual({
+      code: 34,
+      language: "JAVA",
+      version: 409,
+      opaque: 9,
+      flag: 0,
+      extFields: { x: "1" },
+    });
   });
 
   test("ext values of every JSON scalar type become their Java string form", () => {

@@ -63,21 +63,33 @@ export function decodeJsonHeader(bytes: Uint8Array, extFieldsMax: number): Heade
     if (typeof h.extFields !== "object" || Array.isArray(h.extFields)) {
       return { invalid: "JSON header: extFields is not an object" };
     }
-    const ext: ExtFields = {};
+    // The parsed object is ours: it becomes extFields in place when every value is already a
+    // string (Java peers, our client); only other scalars are rewritten (for-in: no entry arrays
+    // on this per-request path).
+    const ext = h.extFields as Record<string, unknown>;
     let count = 0;
-    for (const [k, v] of Object.entries(h.extFields as Record<string, unknown>)) {
-      if (v === null || v === undefined) continue;
+    for (const k in ext) {
+      const v = ext[k];
+      if (v === null || v === undefined) {
+        delete ext[k];
+        continue;
+      }
       if (++count > extFieldsMax) return { invalid: `JSON header: more than ${extFieldsMax} extFields` };
-      if (typeof v === "string") ext[k] = v;
-      else if (typeof v === "number" || typeof v === "boolean") ext[k] = String(v);
+      if (typeof v === "string") continue;
+      if (typeof v === "number" || typeof v === "boolean") ext[k] = String(v);
       else return { invalid: `JSON header: extFields.${k} is not a scalar` };
     }
-    out.extFields = ext;
+    out.extFields = ext as ExtFields;
   }
   return out;
 }
 
 export function encodeJsonHeader(h: DecodedHeader): Uint8Array {
+  return utf8Encoder.encode(encodeJsonHeaderText(h));
+}
+
+/** The JSON header as text; the frame encoder writes it into the frame with no intermediate bytes. */
+export function encodeJsonHeaderText(h: DecodedHeader): string {
   // Key order does not matter to any reader; fastjson's alphabetical order is kept for familiarity.
   const obj: Record<string, unknown> = {
     code: h.code,
@@ -89,5 +101,5 @@ export function encodeJsonHeader(h: DecodedHeader): Uint8Array {
     serializeTypeCurrentRPC: "JSON",
     version: h.version,
   };
-  return utf8Encoder.encode(JSON.stringify(obj));
+  return JSON.stringify(obj);
 }

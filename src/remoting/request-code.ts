@@ -71,9 +71,7 @@ export const RequestCode = {
 
 export type RequestCodeName = keyof typeof RequestCode;
 
-const NAMES = new Map<number, RequestCodeName>(
-  (Object.entries(RequestCode) as [RequestCodeName, number][]).map(([name, code]) => [code, name]),
-);
+const NAMES = new Map<number, RequestCodeName>((Object.entries(RequestCode) as [RequestCodeName, number][]).map(([name, code]) => [code, name]));
 
 export function requestCodeName(code: number): string {
   return NAMES.get(code) ?? `UNKNOWN(${code})`;

@@ -41,9 +41,7 @@ export const ResponseCode = {
 
 export type ResponseCodeName = keyof typeof ResponseCode;
 
-const NAMES = new Map<number, ResponseCodeName>(
-  (Object.entries(ResponseCode) as [ResponseCodeName, number][]).map(([name, code]) => [code, name]),
-);
+const NAMES = new Map<number, ResponseCodeName>((Object.entries(ResponseCode) as [ResponseCodeName, number][]).map(([name, code]) => [code, name]));
 
 export function responseCodeName(code: number): string {
   return NAMES.get(code) ?? `UNKNOWN(${code})`;

@@ -196,8 +196,16 @@ describe("RemotingServer", () => {
 
   test("a processor that throws gets SYSTEM_ERROR with the message, and the connection keeps working", async () => {
     const { port, log } = startServer({
-      1: { process: () => { throw new Error("disk on fire"); } },
-      2: { process: async () => { throw new Error("async failure"); } },
+      1: {
+        process: () => {
+          throw new Error("disk on fire");
+        },
+      },
+      2: {
+        process: async () => {
+          throw new Error("async failure");
+        },
+      },
       310: echo(),
     });
     const peer = await rawPeer(port);
@@ -220,7 +228,14 @@ describe("RemotingServer", () => {
 
   test("requests with the oneway flag get no reply, not even errors; the next normal request does", async () => {
     const p = echo();
-    const { port } = startServer({ 15: p, 1: { process: () => { throw new Error("nope"); } } });
+    const { port } = startServer({
+      15: p,
+      1: {
+        process: () => {
+          throw new Error("nope");
+        },
+      },
+    });
     const peer = await rawPeer(port);
     peer.write(aliOnsRequest(15, 100, FLAG_ONEWAY)); // handled, no reply
     peer.write(aliOnsRequest(9999, 101, FLAG_ONEWAY)); // unknown code, no reply
@@ -264,7 +279,15 @@ describe("RemotingServer", () => {
 
   test("a processor whose reject() says so gets SYSTEM_BUSY without being called", async () => {
     let called = 0;
-    const { port } = startServer({ 310: { process: () => { called++; return null; }, reject: () => true } });
+    const { port } = startServer({
+      310: {
+        process: () => {
+          called++;
+          return null;
+        },
+        reject: () => true,
+      },
+    });
     const peer = await rawPeer(port);
     peer.write(aliOnsRequest(310, 8));
     const res = await peer.next();
@@ -275,7 +298,14 @@ describe("RemotingServer", () => {
 
   test("the processor sees the peer address as IPv4 host:port", async () => {
     let seen: RemotingConnection | undefined;
-    const { port } = startServer({ 310: { process: (conn, cmd) => { seen = conn; return createResponse(cmd, 0); } } });
+    const { port } = startServer({
+      310: {
+        process: (conn, cmd) => {
+          seen = conn;
+          return createResponse(cmd, 0);
+        },
+      },
+    });
     const peer = await rawPeer(port);
     peer.write(aliOnsRequest(310, 1));
     await peer.next();
@@ -315,7 +345,11 @@ describe("RemotingServer", () => {
     const peer = await rawPeer(port);
     peer.write(concat(aliOnsRequest(310, 1), binaryRequest(310, 2), aliOnsRequest(310, 3, 0, "{}", utf8("x"))));
     const got = [await peer.next(), await peer.next(), await peer.next()];
-    expect(got.map((c) => [c.opaque, c.serializeType])).toEqual([[1, 0], [2, 1], [3, 0]]);
+    expect(got.map((c) => [c.opaque, c.serializeType])).toEqual([
+      [1, 0],
+      [2, 1],
+      [3, 0],
+    ]);
   });
 
   test("frames split across writes are answered", async () => {
@@ -368,7 +402,12 @@ describe("RemotingServer", () => {
   });
 
   test("a peer that closes right after sending does not break anything", async () => {
-    const slow = { process: async (_c: RemotingConnection, cmd: RemotingCommand) => { await tick(); return createResponse(cmd, 0); } };
+    const slow = {
+      process: async (_c: RemotingConnection, cmd: RemotingCommand) => {
+        await tick();
+        return createResponse(cmd, 0);
+      },
+    };
     const { server, port } = startServer({ 310: slow });
     const peer = await rawPeer(port);
     peer.write(aliOnsRequest(310, 1));

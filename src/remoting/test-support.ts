@@ -56,23 +56,12 @@ export function rocketmqHeaderBytes(h: {
   const remark = h.remark ?? new Uint8Array(0);
   const entries = (h.ext ?? []).map(([k, v]) => concat(u16(k.length), k, u32(v.length), v));
   const ext = concat(...entries);
-  return concat(
-    u16(h.code),
-    u8(h.languageByte),
-    u16(h.version),
-    u32(h.opaque),
-    u32(h.flag),
-    u32(remark.length),
-    remark,
-    u32(ext.length),
-    ext,
-  );
+  return concat(u16(h.code), u8(h.languageByte), u16(h.version), u32(h.opaque), u32(h.flag), u32(remark.length), remark, u32(ext.length), ext);
 }
 
 export function toHex(bytes: Uint8Array): string {
   return Buffer.from(bytes).toString("hex");
 }
-
 
 export { parseHexFixture };
 
@@ -103,4 +92,3 @@ export function recordingLogger(): Logger & { lines: LogLine[] } {
     rateLimited: (level, _key, msg) => lines.push({ level, msg }),
   };
 }
-

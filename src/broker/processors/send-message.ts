@@ -440,7 +440,15 @@ function withoutWait(props: Record<string, string>): Record<string, string> {
   return copy;
 }
 
+/** BORNHOST per connection, parsed once (the address text does not change). */
+const peerHosts = new WeakMap<RemotingConnection, HostAddress>();
+
 function peerHost(conn: RemotingConnection): HostAddress {
-  const h = tryParseHostAddress(conn.remoteAddress);
-  return "invalid" in h ? { ip: new Uint8Array([127, 0, 0, 1]), port: 0 } : h;
+  let host = peerHosts.get(conn);
+  if (host === undefined) {
+    const h = tryParseHostAddress(conn.remoteAddress);
+    host = "invalid" in h ? { ip: new Uint8Array([127, 0, 0, 1]), port: 0 } : h;
+    peerHosts.set(conn, host);
+  }
+  return host;
 }
