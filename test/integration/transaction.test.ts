@@ -165,6 +165,8 @@ test("broker restart between the half message and its END_TRANSACTION: the commi
     expect(await env.maxOffset(topic, 0)).toBe(0);
   }
   await using env = await Env.start({ dir: tmp.dir, config: FAST_CHECKS });
+  // The restarted name server knows the topic once the broker has registered with it.
+  await env.waitRoute(topic, 1);
   const got = await collect(env, topic);
   // 1. The producer's END_TRANSACTION arrives at the restarted broker (sent here as a normal
   //    request so its answer can be read; the offsets are the ones the send returned).
