@@ -125,6 +125,9 @@ function startRole(config: Config, portsFile: string | undefined): Running {
         haSlaveTimeoutMs: b.haSlaveTimeoutMs,
         haTransferBatchBytes: b.haTransferBatchBytes,
         messageDelayLevel: b.messageDelayLevel,
+        transactionCheckIntervalMs: b.transactionCheckIntervalMs,
+        transactionTimeOutMs: b.transactionTimeOutMs,
+        transactionCheckMax: b.transactionCheckMax,
         frameSizeMaxBytes: config.remoting.frameSizeMaxBytes,
         connectionBufferMaxBytes: config.remoting.connectionBufferMaxBytes,
         store: {

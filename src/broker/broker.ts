@@ -30,10 +30,18 @@ import { ClientManageProcessor } from "./processors/client-manage.ts";
 import { ConsumerManageProcessor } from "./processors/consumer-manage.ts";
 import { PullMessageProcessor } from "./processors/pull-message.ts";
 import { QueryMessageProcessor } from "./processors/query-message.ts";
+import { EndTransactionProcessor } from "./processors/end-transaction.ts";
 import { SendMessageProcessor } from "./processors/send-message.ts";
 import { TopicAdminProcessor } from "./processors/topic-admin.ts";
 import { DEFAULT_MESSAGE_DELAY_LEVEL, parseDelayLevels } from "./schedule/delay-levels.ts";
 import { ensureScheduleTopic, ScheduleMessageService } from "./schedule/schedule-message-service.ts";
+import {
+  TRANSACTION_CHECK_INTERVAL_MS_DEFAULT,
+  TRANSACTION_CHECK_MAX_DEFAULT,
+  TRANSACTION_TIMEOUT_MS_DEFAULT,
+  TransactionalMessageService,
+  type TransactionStats,
+} from "./transaction/transactional-message-service.ts";
 
 export interface BrokerOptions {
   host: string;
@@ -65,6 +73,10 @@ export interface BrokerOptions {
   slaveSyncIntervalMs?: number;
   channelExpiredMs?: number;
   pullHoldMaxMs?: number;
+  /** RocketMQ's transactionCheckInterval / transactionTimeOut / transactionCheckMax. */
+  transactionCheckIntervalMs?: number;
+  transactionTimeOutMs?: number;
+  transactionCheckMax?: number;
   now?: () => number;
 }
 
@@ -90,6 +102,8 @@ export interface BrokerInfo {
   groupOffsets(group: string): { topic: string; queueId: number; consumerOffset: number; brokerOffset: number; lag: number }[];
   consumerGroups(): string[];
   store(): { minPhyOffset: number; maxPhyOffset: number; flushedOffset: number; diskUsageRatio: number };
+  /** Half/op queue sizes, check cursors and counters of the transaction service. */
+  transactions(): TransactionStats;
 }
 
 export class BrokerController {
@@ -102,6 +116,7 @@ export class BrokerController {
   #ctx: BrokerContext | null = null;
   #registration: NamesrvRegistration | null = null;
   #schedule: ScheduleMessageService | null = null;
+  #tx: TransactionalMessageService | null = null;
   #timers: ReturnType<typeof setInterval>[] = [];
   #ports = { listen: 0, vip: 0, ha: 0 };
   readonly #ha: HAService;
@@ -248,9 +263,22 @@ export class BrokerController {
       },
     };
     this.#ctx = ctx;
+    const tx = new TransactionalMessageService(
+      {
+        checkIntervalMs: o.transactionCheckIntervalMs ?? TRANSACTION_CHECK_INTERVAL_MS_DEFAULT,
+        transactionTimeOutMs: o.transactionTimeOutMs ?? TRANSACTION_TIMEOUT_MS_DEFAULT,
+        transactionCheckMax: o.transactionCheckMax ?? TRANSACTION_CHECK_MAX_DEFAULT,
+        maxAgeMs: o.store.fileReservedTimeHours * 3_600_000,
+      },
+      scope("transaction"),
+      (req, props) => schedule.divert(req, props),
+    );
+    tx.attach(ctx);
+    this.#tx = tx;
 
     const processors: [readonly number[], RequestProcessor][] = [
-      [SendMessageProcessor.CODES, new SendMessageProcessor(ctx, schedule)],
+      [SendMessageProcessor.CODES, new SendMessageProcessor(ctx, schedule, tx)],
+      [EndTransactionProcessor.CODES, new EndTransactionProcessor(ctx, tx)],
       [PullMessageProcessor.CODES, new PullMessageProcessor(ctx)],
       [ClientManageProcessor.CODES, new ClientManageProcessor(ctx)],
       [ConsumerManageProcessor.CODES, new ConsumerManageProcessor(ctx)],
@@ -276,6 +304,8 @@ export class BrokerController {
     this.#startReplication(ctx);
     this.#schedule = schedule;
     if (o.brokerRole !== "SLAVE") schedule.start(ctx);
+    // Check-backs come from the master only; a slave's half queue is a replica.
+    tx.start();
     const expiredMs = o.channelExpiredMs ?? 120_000;
     this.#timers.push(
       setInterval(
@@ -417,6 +447,7 @@ export class BrokerController {
     this.#vipServer.stop();
     await this.#client.close();
     await this.#schedule?.stop();
+    await this.#tx?.stop();
     if (this.#ctx) {
       this.#persistOffsets();
       await this.#ctx.store.shutdown();
@@ -469,6 +500,11 @@ export class BrokerController {
         flushedOffset: s.commitLog.flushedOffset,
         diskUsageRatio: s.diskUsageRatio(),
       };
+    },
+    transactions: () => {
+      this.#need();
+      if (!this.#tx) throw new Error("broker not started");
+      return this.#tx.stats();
     },
   };
 

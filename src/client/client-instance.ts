@@ -8,6 +8,7 @@
 import { networkInterfaces } from "node:os";
 import { jsonBytes, parseJsonBytes } from "../common/json.ts";
 import { scope, type Logger } from "../common/log.ts";
+import { decodeRecordAt, MessageConst, parseProperties } from "../common/message-record.ts";
 import {
   createRequest,
   createResponse,
@@ -48,6 +49,9 @@ export interface HeartbeatConsumerData {
   }[];
 }
 
+/** Answers one CHECK_TRANSACTION_STATE (on `conn`, the broker's connection). */
+export type TransactionCheckHandler = (conn: RemotingConnection, cmd: RemotingCommand) => void;
+
 /** What a consumer registered with the instance must provide. */
 export interface ConsumerHooks {
   heartbeatData(): HeartbeatConsumerData;
@@ -76,6 +80,8 @@ export class ClientInstance {
   readonly #routes = new Map<string, TopicRouteData>();
   readonly #producerGroups = new Set<string>();
   readonly #consumers = new Map<string, ConsumerHooks>();
+  /** Producer group → handler of the broker's CHECK_TRANSACTION_STATE for it. */
+  readonly #txCheckers = new Map<string, TransactionCheckHandler>();
   readonly #publishTopics = new Set<string>();
   readonly #opts: ClientInstanceOptions;
   #timers: ReturnType<typeof setInterval>[] = [];
@@ -107,6 +113,11 @@ export class ClientInstance {
 
   registerProducer(group: string): void {
     this.#producerGroups.add(group);
+  }
+
+  /** A transaction producer of `group` answers the broker's check-backs for it. */
+  registerTransactionChecker(group: string, handler: TransactionCheckHandler): void {
+    this.#txCheckers.set(group, handler);
   }
 
   registerConsumer(group: string, hooks: ConsumerHooks): void {
@@ -248,6 +259,21 @@ export class ClientInstance {
   }
 
   #onServerRequest(conn: RemotingConnection, cmd: RemotingCommand): void {
+    if (cmd.code === RequestCode.CHECK_TRANSACTION_STATE) {
+      // Oneway: the answer is a separate END_TRANSACTION. The body is the half message; its
+      // PGROUP names the producer group (as the Java client looks it up).
+      const rec = cmd.body ? decodeRecordAt(cmd.body, 0, { checkCrc: false, readBody: false }) : undefined;
+      const group = rec && "totalSize" in rec ? parseProperties(rec.properties)[MessageConst.PGROUP] : undefined;
+      const handler = group !== undefined ? this.#txCheckers.get(group) : undefined;
+      if (handler) handler(conn, cmd);
+      else
+        this.log.rateLimited(
+          "warn",
+          "tx-check",
+          `transaction check from ${conn.remoteAddress} for producer group ${group ?? "?"}: no transaction producer here`,
+        );
+      return;
+    }
     if (cmd.code === RequestCode.NOTIFY_CONSUMER_IDS_CHANGED) {
       const group = cmd.extFields?.consumerGroup;
       const c = group ? this.#consumers.get(group) : undefined;

@@ -3,6 +3,13 @@
  * protocol, to RocketBun or to any Apache RocketMQ 4.x/5.x broker. Runs on Bun and on Node 20.
  */
 export { Producer, type ProducerOptions, type SendResult, type SendStatus, type SendOptions } from "./producer.ts";
+export {
+  TransactionProducer,
+  type TransactionProducerOptions,
+  type TransactionSendResult,
+  type TransactionState,
+  type LocalTransaction,
+} from "./transaction-producer.ts";
 export { PushConsumer, type PushConsumerOptions, type MessageHandler, type ConsumeResult } from "./push-consumer.ts";
 export { PullConsumer, type PullConsumerOptions } from "./pull-consumer.ts";
 export { MQClientError, MQBrokerError, MQTimeoutError } from "./errors.ts";

@@ -38,6 +38,8 @@ export interface MessageExt {
   storeTimestamp: number;
   reconsumeTimes: number;
   flag: number;
+  /** Transactional messages (TRAN_MSG=true): the producer's transaction id (its UNIQ_KEY). */
+  transactionId?: string;
 }
 
 const encoder = new TextEncoder();
@@ -123,6 +125,8 @@ export function decodeMessages(body: Uint8Array, brokerName: string): MessageExt
       storeTimestamp: r.storeTimestamp,
       reconsumeTimes: r.reconsumeTimes,
       flag: r.flag,
+      // Always present (undefined when not transactional): one object shape on the pull path.
+      transactionId: props[MessageConst.TRAN_MSG] === "true" ? props[MessageConst.UNIQ_KEY] : undefined,
     });
   }
   return out;

@@ -6,7 +6,7 @@
  */
 import { deflateSync } from "node:zlib";
 import { encodeMessageBatch } from "../common/message-batch.ts";
-import { SysFlag } from "../common/message-record.ts";
+import { MessageConst, SysFlag } from "../common/message-record.ts";
 import { RequestCode, ResponseCode, type ExtFields } from "../remoting/index.ts";
 import { ClientInstance, errText, type ClientInstanceOptions } from "./client-instance.ts";
 import { MQBrokerError, MQClientError } from "./errors.ts";
@@ -85,6 +85,15 @@ export class Producer {
 
   get clientId(): string {
     return this.#client.clientId;
+  }
+
+  get group(): string {
+    return this.#o.group;
+  }
+
+  /** For subclasses (TransactionProducer): the connection pool and broker addresses. */
+  protected get client(): ClientInstance {
+    return this.#client;
   }
 
   async start(): Promise<void> {
@@ -211,6 +220,8 @@ export class Producer {
       const m = msgs[0]!;
       body = bodyBytes(m.body);
       properties = buildProperties(m, uniqIds[0]!);
+      // A transactional half message (TransactionProducer sets TRAN_MSG), as the Java client marks it.
+      if (m.properties?.[MessageConst.TRAN_MSG] === "true") sysFlag |= SysFlag.TRANSACTION_PREPARED_TYPE;
       const threshold = this.#o.compressThresholdBytes ?? 4096;
       if (body.length >= threshold) {
         body = new Uint8Array(deflateSync(body, { level: 5 }));

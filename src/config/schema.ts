@@ -62,6 +62,9 @@ export interface Config {
     maxMessageSizeBytes: number;
     /** RocketMQ's delay levels, e.g. "1s 5s 10s"; `parseMessageDelayLevel` reads it. */
     messageDelayLevel: string;
+    transactionCheckIntervalMs: number;
+    transactionTimeOutMs: number;
+    transactionCheckMax: number;
   };
   store: {
     dir: string;
@@ -245,6 +248,13 @@ export const KEYS: readonly KeyDef[] = [
     doc: "largest message body accepted" },
   { key: "broker.messageDelayLevel", type: { kind: "delayLevels" }, roles: BROKER_ROLES,
     doc: "delay of each level 1..18 (message property DELAY), e.g. \"1s 5s 10s\"; units ms, s, m, h, d" },
+  // Transactions (RocketMQ BrokerConfig transactionCheckInterval / transactionTimeOut / transactionCheckMax).
+  { key: "broker.transactionCheckIntervalMs", type: int(100, 3_600_000), unit: "ms", roles: ["master", "standalone"],
+    doc: "how often the half messages of open transactions are scanned for check-backs (master only)" },
+  { key: "broker.transactionTimeOutMs", type: int(0, 86_400_000), unit: "ms", roles: ["master", "standalone"],
+    doc: "a half message is checked back once it is this old (its CHECK_IMMUNITY_TIME_IN_SECONDS property overrides)" },
+  { key: "broker.transactionCheckMax", type: int(1, 10_000), roles: ["master", "standalone"],
+    doc: "check-backs per half message before it is given up (moved to TRANS_CHECK_MAX_TIME_TOPIC)" },
 
   { key: "store.dir", type: { kind: "path", allowEmpty: false }, roles: ALL,
     doc: "data directory (made absolute at load time, relative to the working directory)" },
@@ -334,6 +344,9 @@ export function defaultConfig(role: Role): Config {
       registerNameServerPeriodMs: 30000,
       maxMessageSizeBytes: 4 * MiB,
       messageDelayLevel: DEFAULT_MESSAGE_DELAY_LEVEL,
+      transactionCheckIntervalMs: 60000,
+      transactionTimeOutMs: 6000,
+      transactionCheckMax: 15,
     },
     store: {
       dir: "./data",

@@ -12,6 +12,7 @@
  */
 import { expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";
+import { TransactionProducer } from "rocketbun/client";
 import { assignedQueues, Cluster, Message, until, type OnsConsumer, type OnsMessage } from "./ali-ons-cluster.ts";
 
 const TAGS = ["TagA", "TagB", "TagC"] as const;
@@ -464,3 +465,37 @@ test("msg.setStartDeliverTime(now + 3 s) arrives about 3 s later", async () => {
   expect(elapsed).toBeGreaterThanOrEqual(3000 - 100);
   expect(elapsed).toBeLessThanOrEqual(3000 + 2000);
 }, 30_000);
+
+test("transactions: an ali-ons consumer gets a message committed through TransactionProducer once, never a rolled-back one; an ali-ons half message stays invisible", async () => {
+  // ali-ons has no transactional producer (no END_TRANSACTION, check-backs ignored): it can only
+  // consume committed messages, or send a half message (TRAN_MSG) that nobody ever ends.
+  await using c = await Cluster.start();
+  const topic = "ali_tx";
+  await c.createTopic(topic, 2);
+  const got: string[] = [];
+  const consumer = c.consumer({ consumerGroup: "GID_ali_tx", instanceName: "ali-tx" });
+  consumer.subscribe(topic, "*", async (msg) => void got.push(msg.body.toString()));
+  await consumer.ready();
+  await waitAssigned(c, consumer, topic, 2);
+
+  const tx = new TransactionProducer({ namesrv: c.nsAddr, group: "PID_ali_tx_ours", checkListener: () => "ROLLBACK" });
+  await tx.start();
+  try {
+    expect((await tx.sendMessageInTransaction({ topic, body: "tx-commit" }, () => "COMMIT")).localState).toBe("COMMIT");
+    expect((await tx.sendMessageInTransaction({ topic, body: "tx-rollback" }, () => "ROLLBACK")).localState).toBe("ROLLBACK");
+  } finally {
+    await tx.shutdown();
+  }
+  const producer = await c.producer("PID_ali_tx");
+  const half = new Message(topic, "t", "ali-half");
+  half.properties.TRAN_MSG = "true";
+  expect((await producer.send(half)).sendStatus).toBe("SEND_OK");
+
+  await until(
+    () => got.includes("tx-commit"),
+    15_000,
+    () => `the committed message (have ${got})${c.diag()}`,
+  );
+  await Bun.sleep(1500);
+  expect(got).toEqual(["tx-commit"]);
+});

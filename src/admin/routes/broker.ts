@@ -15,6 +15,7 @@ export function brokerRoutes(info: BrokerInfo): Hono {
   });
   app.get("/groups", (c) => c.json({ groups: info.consumerGroups() }));
   app.get("/ha", (c) => c.json(info.replication()));
+  app.get("/transactions", (c) => c.json(info.transactions()));
   app.get("/groups/:group", (c) => {
     const group = c.req.param("group");
     const offsets = info.groupOffsets(group);

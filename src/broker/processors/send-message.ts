@@ -17,7 +17,6 @@ import {
   PermName,
   SysFlag,
   tagsHashCode,
-  transactionType,
   tryParseHostAddress,
   validateTopicName,
   type HostAddress,
@@ -40,6 +39,8 @@ import {
   type RequestProcessor,
 } from "../../remoting/index.ts";
 import type { BrokerContext } from "../context.ts";
+import { isTransactionPrepare } from "../transaction/half-message.ts";
+import type { TransactionalMessageService } from "../transaction/transactional-message-service.ts";
 
 export const RETRY_GROUP_TOPIC_PREFIX = "%RETRY%";
 export const DLQ_GROUP_TOPIC_PREFIX = "%DLQ%";
@@ -133,10 +134,12 @@ export interface ScheduleHook {
 export class SendMessageProcessor implements RequestProcessor {
   readonly #ctx: BrokerContext;
   readonly #schedule: ScheduleHook | undefined;
+  readonly #tx: TransactionalMessageService | undefined;
 
-  constructor(ctx: BrokerContext, schedule?: ScheduleHook) {
+  constructor(ctx: BrokerContext, schedule?: ScheduleHook, tx?: TransactionalMessageService) {
     this.#ctx = ctx;
     this.#schedule = schedule;
+    this.#tx = tx;
   }
 
   static readonly CODES = [RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE, RequestCode.CONSUMER_SEND_MSG_BACK];
@@ -204,11 +207,20 @@ export class SendMessageProcessor implements RequestProcessor {
       }
       const props = parseProperties(h.properties);
       if (isTransactionPrepare(props, h.sysFlag, h.reconsumeTimes)) {
-        // No transaction service here: a half message stored now could never be committed, and a
-        // Java client sends END_TRANSACTION oneway, so it would be lost without anyone noticing.
-        // Java's answer when transactions are off (rejectTransactionMessage).
-        const remark = `the broker[${ctx.settings.brokerName}] sending transaction message is forbidden: transactions are not supported`;
-        return createResponse(cmd, ResponseCode.NO_PERMISSION, remark);
+        if (!this.#tx) {
+          const remark = `the broker[${ctx.settings.brokerName}] sending transaction message is forbidden: transactions are not supported`;
+          return createResponse(cmd, ResponseCode.NO_PERMISSION, remark);
+        }
+        // A half message: parked in the half topic (never delayed, never seen by consumers)
+        // until END_TRANSACTION or a check-back decides. The answer names the producer's queue
+        // and the half queue offset, which END_TRANSACTION sends back as tranStateTableOffset.
+        const req = this.#tx.prepare(
+          this.#request(h, h.topic, queueId, h.flag, body, withoutWait(props), bornHost, props[MessageConst.WAIT] !== "false"),
+          h.producerGroup,
+        );
+        const result = await ctx.store.putMessages([req]);
+        if (result.appended.length > 0) ctx.stats.recordPut(1, body.length);
+        return this.#response(cmd, result, queueId);
       }
       const wait = props[MessageConst.WAIT] !== "false";
       let topic = h.topic;
@@ -419,17 +431,6 @@ export class SendMessageProcessor implements RequestProcessor {
     if (result.status === "PUT_OK") return createResponse(cmd, ResponseCode.SUCCESS);
     return createResponse(cmd, ResponseCode.SYSTEM_ERROR, result.remark ?? result.status);
   }
-}
-
-/**
- * TRAN_MSG=true (Java's Boolean.parseBoolean) or a prepared/rollback sysFlag: a transactional half
- * message. As in Java, a consumer's delayed re-send (reconsumeTimes > 0 with a DELAY) is not one.
- */
-function isTransactionPrepare(props: Record<string, string>, sysFlag: number, reconsumeTimes: number): boolean {
-  if (reconsumeTimes > 0 && Number(props[MessageConst.DELAY] ?? 0) > 0) return false;
-  const t = transactionType(sysFlag);
-  if (t === SysFlag.TRANSACTION_PREPARED_TYPE || t === SysFlag.TRANSACTION_ROLLBACK_TYPE) return true;
-  return props[MessageConst.TRAN_MSG]?.toLowerCase() === "true";
 }
 
 /** WAIT only steers this send; the Java broker drops it from the stored property string. */
