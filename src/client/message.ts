@@ -5,7 +5,15 @@
  */
 import { networkInterfaces } from "node:os";
 import { inflateSync } from "node:zlib";
-import { createOffsetMsgId, decodeRecordAt, encodeProperties, MessageConst, parseProperties, SysFlag } from "../common/message-record.ts";
+import {
+  createOffsetMsgId,
+  decodeRecordAt,
+  MessageConst,
+  NAME_VALUE_SEPARATOR,
+  parseProperties,
+  PROPERTY_SEPARATOR,
+  SysFlag,
+} from "../common/message-record.ts";
 
 export interface Message {
   topic: string;
@@ -48,17 +56,37 @@ export function bodyBytes(body: string | Uint8Array): Uint8Array {
   return typeof body === "string" ? encoder.encode(body) : body;
 }
 
-/** The property string a producer sends for `msg` (Java form, no trailing separator). */
+/**
+ * The property string a producer sends for `msg` (Java form, no trailing separator). Built as
+ * one string on this per-message path (no intermediate map): the user's properties, except those
+ * the message's own fields set, then ours.
+ */
 export function buildProperties(msg: Message, uniqKey: string, waitStoreMsgOK = true): string {
-  const props: Record<string, string> = { ...(msg.properties ?? {}) };
-  if (msg.tags) props[MessageConst.TAGS] = msg.tags;
   const keys = Array.isArray(msg.keys) ? msg.keys.join(MessageConst.PROPERTY_KEY_SEPARATOR) : msg.keys;
-  if (keys) props[MessageConst.KEYS] = keys;
-  props[MessageConst.UNIQ_KEY] = uniqKey;
-  props[MessageConst.WAIT] = String(waitStoreMsgOK);
-  if (msg.delayLevel !== undefined && msg.delayLevel > 0) props[MessageConst.DELAY] = String(Math.floor(msg.delayLevel));
-  if (msg.deliverAt !== undefined) props[MessageConst.START_DELIVER_TIME] = String(Math.floor(msg.deliverAt));
-  return encodeProperties(props);
+  const delay = msg.delayLevel !== undefined && msg.delayLevel > 0 ? String(Math.floor(msg.delayLevel)) : undefined;
+  const deliverAt = msg.deliverAt !== undefined ? String(Math.floor(msg.deliverAt)) : undefined;
+  let out = "";
+  const add = (k: string, v: string): void => {
+    out += out.length > 0 ? PROPERTY_SEPARATOR + k + NAME_VALUE_SEPARATOR + v : k + NAME_VALUE_SEPARATOR + v;
+  };
+  const user = msg.properties;
+  if (user) {
+    for (const k in user) {
+      const v = user[k];
+      if (v === undefined || v === null) continue;
+      if (k === MessageConst.UNIQ_KEY || k === MessageConst.WAIT) continue;
+      if ((k === MessageConst.TAGS && msg.tags) || (k === MessageConst.KEYS && keys)) continue;
+      if ((k === MessageConst.DELAY && delay) || (k === MessageConst.START_DELIVER_TIME && deliverAt !== undefined)) continue;
+      add(k, v);
+    }
+  }
+  if (msg.tags) add(MessageConst.TAGS, msg.tags);
+  if (keys) add(MessageConst.KEYS, keys);
+  add(MessageConst.UNIQ_KEY, uniqKey);
+  add(MessageConst.WAIT, waitStoreMsgOK ? "true" : "false");
+  if (delay) add(MessageConst.DELAY, delay);
+  if (deliverAt !== undefined) add(MessageConst.START_DELIVER_TIME, deliverAt);
+  return out;
 }
 
 function ipBytes(): number[] {
@@ -76,16 +104,20 @@ const FIX_PREFIX = (() => {
   return Buffer.from(b).toString("hex").toUpperCase();
 })();
 let uniqCounter = 0;
+const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).toUpperCase().padStart(2, "0"));
+let monthStart = 0;
+let nextMonthStart = 0;
 
 /** RocketMQ's client message id: ip(4) pid(2) random(4) ms-since-month-start(4) counter(2), hex. */
 export function createUniqId(now = Date.now()): string {
-  const d = new Date(now);
-  const monthStart = new Date(d.getFullYear(), d.getMonth(), 1).getTime();
-  const tail = new Uint8Array(6);
-  const v = new DataView(tail.buffer);
-  v.setUint32(0, (now - monthStart) >>> 0);
-  v.setUint16(4, uniqCounter++ & 0xffff);
-  return FIX_PREFIX + Buffer.from(tail).toString("hex").toUpperCase();
+  if (now >= nextMonthStart || now < monthStart) {
+    const d = new Date(now);
+    monthStart = new Date(d.getFullYear(), d.getMonth(), 1).getTime();
+    nextMonthStart = new Date(d.getFullYear(), d.getMonth() + 1, 1).getTime();
+  }
+  const t = (now - monthStart) >>> 0;
+  const c = uniqCounter++ & 0xffff;
+  return FIX_PREFIX + HEX[t >>> 24]! + HEX[(t >>> 16) & 0xff]! + HEX[(t >>> 8) & 0xff]! + HEX[t & 0xff]! + HEX[c >>> 8]! + HEX[c & 0xff]!;
 }
 
 /** Decodes a pull body (stored records back to back) into messages; stops at the first bad record. */

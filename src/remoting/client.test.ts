@@ -174,6 +174,26 @@ describe("RemotingClient", () => {
     expect(raw.conns[0]!.closed).toBe(false);
   });
 
+  test("timeouts of different lengths on one connection each fire on time (one timer, earliest deadline first)", async () => {
+    const raw = rawServer(() => {}); // never answers
+    const client = newClient();
+    const t0 = performance.now();
+    const settled: [string, number][] = [];
+    const track = (name: string, ms: number) =>
+      client.invoke(raw.addr, createRequest(11), ms).catch((e: unknown) => {
+        expect(e).toBeInstanceOf(RemotingTimeoutError);
+        settled.push([name, performance.now() - t0]);
+      });
+    // The long one first: the short ones that follow must not wait for it.
+    await Promise.all([track("long", 400), track("short", 60), track("mid", 200), track("short2", 60)]);
+    expect(settled.map(([n]) => n)).toEqual(["short", "short2", "mid", "long"]);
+    const at = Object.fromEntries(settled);
+    expect(at.short!).toBeGreaterThanOrEqual(59);
+    expect(at.short!).toBeLessThan(190);
+    expect(at.mid!).toBeGreaterThanOrEqual(199);
+    expect(at.long!).toBeGreaterThanOrEqual(399);
+  });
+
   test("a response nobody asked for is dropped", async () => {
     const raw = rawServer((conn, cmd) => {
       write(conn, jsonResponse(cmd.opaque + 1000, 0, "stray"));
