@@ -315,7 +315,7 @@ export class BrokerController {
         },
         Math.min(10_000, expiredMs),
       ),
-      setInterval(() => this.#persistOffsets(), 5000),
+      setInterval(() => void this.#persistOffsetsAsync(), 5000),
     );
 
     this.#registration = new NamesrvRegistration({
@@ -412,6 +412,20 @@ export class BrokerController {
     }
   }
 
+  /**
+   * The periodic write: its fsyncs run on the thread pool, so the event loop does not stall for
+   * them (a synchronous write here cost W3 tens of ms every 5 s). Shutdown uses the sync one.
+   */
+  async #persistOffsetsAsync(): Promise<void> {
+    const ctx = this.#ctx;
+    if (!ctx) return;
+    try {
+      await Promise.all([ctx.consumerOffsets.persistIfDirtyAsync(), ctx.delayOffsets.persistIfDirtyAsync()]);
+    } catch (e) {
+      this.#log.rateLimited("error", "persist-offsets", `persisting offsets failed: ${e instanceof Error ? e.message : String(e)}`);
+    }
+  }
+
   #persistOffsets(): void {
     const ctx = this.#ctx;
     if (!ctx) return;
@@ -449,6 +463,7 @@ export class BrokerController {
     await this.#schedule?.stop();
     await this.#tx?.stop();
     if (this.#ctx) {
+      await Promise.all([this.#ctx.consumerOffsets.idle(), this.#ctx.delayOffsets.idle()]);
       this.#persistOffsets();
       await this.#ctx.store.shutdown();
     }

@@ -23,7 +23,7 @@
  */
 import { copyFileSync, existsSync } from "node:fs";
 import { basename, join } from "node:path";
-import { readFileWithBackup, writeFileAtomic } from "../common/atomic-file.ts";
+import { readFileWithBackup, writeFileAtomic, writeFileAtomicAsync } from "../common/atomic-file.ts";
 import { parseJsonLenient } from "../common/json.ts";
 
 export interface MetadataOptions {
@@ -200,6 +200,75 @@ function keepCorrupt(p: string): string {
 /** Pretty-printed (2 spaces) for operators; standard JSON, which fastjson and mqadmin also read. */
 export function persistConfigFile(path: string, body: unknown): void {
   writeFileAtomic(path, `${JSON.stringify(body, null, 2)}\n`);
+}
+
+/** persistConfigFile with the fsyncs on the thread pool (periodic writes on a busy broker). */
+export function persistConfigFileAsync(path: string, body: unknown): Promise<void> {
+  return writeFileAtomicAsync(path, `${JSON.stringify(body, null, 2)}\n`);
+}
+
+/**
+ * The "write it if it changed" rule of the offset files (consumerOffset.json, delayOffset.json),
+ * shared by their managers: `markDirty` on every change, then a timer calls `persistAsync` (one
+ * write at a time, off the event loop) and shutdown calls `persistSync` after awaiting `idle()`.
+ */
+export class DirtyFile {
+  readonly path: string;
+  #dirty = false;
+  #writing: Promise<boolean> | null = null;
+
+  constructor(path: string) {
+    this.path = path;
+  }
+
+  get dirty(): boolean {
+    return this.#dirty;
+  }
+
+  markDirty(): void {
+    this.#dirty = true;
+  }
+
+  /** Writes `body()` if anything changed; a write error is thrown and the file stays dirty. */
+  persistSync(body: () => unknown): boolean {
+    if (!this.#dirty) return false;
+    persistConfigFile(this.path, body());
+    this.#dirty = false;
+    return true;
+  }
+
+  /**
+   * As persistSync, off the event loop. The flag is cleared before the write starts: a change
+   * made while it runs marks the file dirty again for the next call. Overlapping calls share
+   * the write in progress.
+   */
+  persistAsync(body: () => unknown): Promise<boolean> {
+    if (this.#writing) return this.#writing;
+    if (!this.#dirty) return Promise.resolve(false);
+    this.#dirty = false;
+    const text = body();
+    this.#writing = persistConfigFileAsync(this.path, text).then(
+      () => {
+        this.#writing = null;
+        return true;
+      },
+      (e: unknown) => {
+        this.#writing = null;
+        this.#dirty = true;
+        throw e;
+      },
+    );
+    return this.#writing;
+  }
+
+  /** Resolves when no asynchronous write is running (before a final persistSync). */
+  async idle(): Promise<void> {
+    try {
+      await this.#writing;
+    } catch {
+      // The caller's persistSync retries (the file stayed dirty).
+    }
+  }
 }
 
 /** A versioned table as topics.json / subscriptionGroup.json and their GET_ALL_* bodies carry it. */

@@ -23,7 +23,7 @@ import {
   isInvalid,
   isJsonObject,
   loadConfigFile,
-  persistConfigFile,
+  DirtyFile,
   show,
 } from "./metadata-file.ts";
 
@@ -88,18 +88,17 @@ function decodeConsumerOffsets(raw: unknown): Decoded<OffsetTable> | Invalid {
 }
 
 export class ConsumerOffsetManager {
-  readonly #path: string;
+  readonly #file: DirtyFile;
   #table: OffsetTable = new Map();
-  #dirty = false;
   #loadedFrom: LoadedFrom = "none";
 
   constructor(opts: MetadataOptions) {
-    this.#path = configPath(opts.dir, "consumerOffset.json");
+    this.#file = new DirtyFile(configPath(opts.dir, "consumerOffset.json"));
   }
 
   /** Reads consumerOffset.json (or its .bak). Returns problems; see `loadedFrom`. */
   load(): string[] {
-    const r = loadConfigFile(this.#path, decodeConsumerOffsets);
+    const r = loadConfigFile(this.#file.path, decodeConsumerOffsets);
     this.#loadedFrom = r.from;
     if (r.value !== null) for (const [k, v] of r.value) this.#table.set(k, v);
     return r.problems;
@@ -110,7 +109,7 @@ export class ConsumerOffsetManager {
   }
 
   get dirty(): boolean {
-    return this.#dirty;
+    return this.#file.dirty;
   }
 
   /**
@@ -131,7 +130,7 @@ export class ConsumerOffsetManager {
     // Consumers re-commit unchanged offsets every few seconds; only a real change needs a write.
     if (m.get(queueId) !== offset) {
       m.set(queueId, offset);
-      this.#dirty = true;
+      this.#file.markDirty();
     }
     return null;
   }
@@ -162,7 +161,7 @@ export class ConsumerOffsetManager {
       // The slave polls every 10 s; unchanged entries need no write.
       if (sameOffsets(this.#table.get(k), v)) continue;
       this.#table.set(k, v);
-      this.#dirty = true;
+      this.#file.markDirty();
     }
     this.persistIfDirty();
     return d.problems.map((p) => `consumer offset body: ${p}`);
@@ -195,10 +194,17 @@ export class ConsumerOffsetManager {
    * error is thrown and the table stays dirty, so the next call retries.
    */
   persistIfDirty(): boolean {
-    if (!this.#dirty) return false;
-    persistConfigFile(this.#path, this.table());
-    this.#dirty = false;
-    return true;
+    return this.#file.persistSync(() => this.table());
+  }
+
+  /** persistIfDirty off the event loop (the broker's timer); see DirtyFile. */
+  persistIfDirtyAsync(): Promise<boolean> {
+    return this.#file.persistAsync(() => this.table());
+  }
+
+  /** Resolves when no asynchronous write is running (before the final persistIfDirty). */
+  idle(): Promise<void> {
+    return this.#file.idle();
   }
 
   #keys(): [string, string][] {
@@ -219,7 +225,7 @@ export class ConsumerOffsetManager {
         n++;
       }
     }
-    if (n > 0) this.#dirty = true;
+    if (n > 0) this.#file.markDirty();
     return n;
   }
 }
@@ -241,17 +247,16 @@ function decodeDelayOffsets(raw: unknown): Decoded<Map<number, number>> | Invali
 
 /** Per delay level, the next offset to deliver in that level's SCHEDULE_TOPIC_XXXX queue. */
 export class DelayOffsetManager {
-  readonly #path: string;
+  readonly #file: DirtyFile;
   #table = new Map<number, number>();
-  #dirty = false;
   #loadedFrom: LoadedFrom = "none";
 
   constructor(opts: MetadataOptions) {
-    this.#path = configPath(opts.dir, "delayOffset.json");
+    this.#file = new DirtyFile(configPath(opts.dir, "delayOffset.json"));
   }
 
   load(): string[] {
-    const r = loadConfigFile(this.#path, decodeDelayOffsets);
+    const r = loadConfigFile(this.#file.path, decodeDelayOffsets);
     this.#loadedFrom = r.from;
     if (r.value !== null) for (const [k, v] of r.value) this.#table.set(k, v);
     return r.problems;
@@ -262,7 +267,7 @@ export class DelayOffsetManager {
   }
 
   get dirty(): boolean {
-    return this.#dirty;
+    return this.#file.dirty;
   }
 
   /** 0 for a level never written, as Java's schedule timer starts an unknown level at 0. */
@@ -276,7 +281,7 @@ export class DelayOffsetManager {
     invariant(isOffset(offset) && offset >= 0, `delay offset ${offset} must be a non-negative safe integer`);
     if (this.#table.get(level) === offset) return;
     this.#table.set(level, offset);
-    this.#dirty = true;
+    this.#file.markDirty();
   }
 
   /** The GET_ALL_DELAY_OFFSET body (and the file's content). */
@@ -294,7 +299,7 @@ export class DelayOffsetManager {
     // The slave polls every 10 s; an unchanged table needs no write.
     if (!sameOffsets(this.#table, d.value)) {
       this.#table = d.value;
-      this.#dirty = true;
+      this.#file.markDirty();
     }
     this.persistIfDirty();
     return d.problems.map((p) => `delay offset body: ${p}`);
@@ -302,9 +307,16 @@ export class DelayOffsetManager {
 
   /** As `ConsumerOffsetManager.persistIfDirty` (the broker calls it every 10 s and at shutdown). */
   persistIfDirty(): boolean {
-    if (!this.#dirty) return false;
-    persistConfigFile(this.#path, this.table());
-    this.#dirty = false;
-    return true;
+    return this.#file.persistSync(() => this.table());
+  }
+
+  /** persistIfDirty off the event loop (the broker's timer); see DirtyFile. */
+  persistIfDirtyAsync(): Promise<boolean> {
+    return this.#file.persistAsync(() => this.table());
+  }
+
+  /** Resolves when no asynchronous write is running (before the final persistIfDirty). */
+  idle(): Promise<void> {
+    return this.#file.idle();
   }
 }

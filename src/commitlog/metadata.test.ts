@@ -381,6 +381,27 @@ describe("ConsumerOffsetManager", () => {
     expect(JSON.parse(readFileSync(path, "utf8"))).toEqual({ offsetTable: { "T@G": { "0": 2 } } });
   });
 
+  test("persistIfDirtyAsync: writes off the event loop, overlapping calls share one write, a change during it is kept for the next", async () => {
+    const dir = tmp();
+    const path = cfgFile(dir, "consumerOffset.json");
+    const m = new ConsumerOffsetManager({ dir });
+    m.load();
+    expect(await m.persistIfDirtyAsync()).toBe(false);
+    m.commit("G", "T", 0, 1);
+    const first = m.persistIfDirtyAsync();
+    const second = m.persistIfDirtyAsync();
+    // Changed while the write runs: that write has the old table; the file is dirty again.
+    m.commit("G", "T", 0, 2);
+    expect(await first).toBe(true);
+    expect(await second).toBe(true);
+    expect(JSON.parse(readFileSync(path, "utf8"))).toEqual({ offsetTable: { "T@G": { "0": 1 } } });
+    expect(m.dirty).toBe(true);
+    await m.idle();
+    expect(m.persistIfDirty()).toBe(true);
+    expect(JSON.parse(readFileSync(path, "utf8"))).toEqual({ offsetTable: { "T@G": { "0": 2 } } });
+    expect(existsSync(`${path}.tmp-async`)).toBe(false);
+  });
+
   test("a failed write throws and stays dirty, so the next tick retries", () => {
     const dir = tmp();
     const m = new ConsumerOffsetManager({ dir });

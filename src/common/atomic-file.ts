@@ -36,7 +36,9 @@ export function writeFileAtomic(path: string, data: string | Uint8Array): void {
 export async function writeFileAtomicAsync(path: string, data: string | Uint8Array): Promise<void> {
   const dir = dirname(path);
   await fsp.mkdir(dir, { recursive: true });
-  const tmp = `${path}.tmp`;
+  // Its own temp name: a synchronous write of the same file (shutdown) never shares an inode with
+  // it. Callers still run one write of a path at a time and await it before a final sync one.
+  const tmp = `${path}.tmp-async`;
   const fh = await fsp.open(tmp, "w");
   try {
     await fh.writeFile(typeof data === "string" ? Buffer.from(data) : data);

@@ -216,6 +216,7 @@ export class ScheduleMessageService implements ScheduleHook {
     if (this.#loop) clearTimeout(this.#loop);
     this.#loop = null;
     await this.#running;
+    await this.#ctx?.delayOffsets.idle();
     try {
       this.#ctx?.delayOffsets.persistIfDirty();
     } catch (e) {
