@@ -201,7 +201,7 @@ export function formatHostAddress(h: HostAddress): string {
   // The longest run of two or more zero groups becomes "::" (the first one on a tie).
   let bestStart = -1;
   let bestLen = 1;
-  for (let i = 0; i < 8; ) {
+  for (let i = 0; i < 8;) {
     if (groups[i] !== 0) {
       i++;
       continue;
@@ -527,9 +527,33 @@ export function decodeRecordAt(buf: Uint8Array, pos: number, opts: DecodeOptions
     reconsumeTimes,
     preparedTransactionOffset,
     body: opts.readBody === false ? EMPTY : buf.subarray(bodyStart, bodyStart + bodyLength),
-    topic: utf8Decoder.decode(buf.subarray(topicStart, topicStart + topicLength)),
+    topic: decodeTopic(buf, topicStart, topicLength),
     properties: utf8Decoder.decode(buf.subarray(p, end)),
   };
+}
+
+/**
+ * Topic names repeat record after record (a pull body holds one queue's messages): the last one
+ * decoded is kept and reused when the bytes match, instead of a TextDecoder call per record.
+ */
+let lastTopicBytes = new Uint8Array(0);
+let lastTopic = "";
+
+function decodeTopic(buf: Uint8Array, start: number, length: number): string {
+  if (length === lastTopicBytes.length) {
+    let same = true;
+    for (let i = 0; i < length; i++) {
+      if (buf[start + i] !== lastTopicBytes[i]) {
+        same = false;
+        break;
+      }
+    }
+    if (same) return lastTopic;
+  }
+  const bytes = buf.slice(start, start + length);
+  lastTopic = utf8Decoder.decode(bytes);
+  lastTopicBytes = bytes;
+  return lastTopic;
 }
 
 // Single-field readers for the pull path. They do not validate: pos must be the start of a record
@@ -665,7 +689,8 @@ const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).toUpperCase().p
 export function createOffsetMsgId(storeHost: HostAddress, commitLogOffset: number): string {
   hostSize(storeHost); // asserts 4 or 16 bytes
   let out = "";
-  for (const b of storeHost.ip) out += HEX[b]!;
+  const ip = storeHost.ip;
+  for (let i = 0; i < ip.length; i++) out += HEX[ip[i]!]!;
   out += hex32(storeHost.port);
   out += hex32(Math.floor(commitLogOffset / 0x100000000));
   out += hex32(commitLogOffset >>> 0);

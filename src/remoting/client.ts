@@ -7,7 +7,7 @@
 import type { Logger } from "../common/log.ts";
 import type { RemotingCommand } from "./command.ts";
 import { RemotingClosedError, RemotingConnection } from "./connection.ts";
-import { connectSocket } from "./transport.ts";
+import { chunksAreOwned, connectSocket } from "./transport.ts";
 
 export interface RemotingClientOptions {
   frameSizeMaxBytes: number;
@@ -90,6 +90,7 @@ export class RemotingClient {
         conn = new RemotingConnection(socket, {
           frameSizeMaxBytes: opts.frameSizeMaxBytes,
           connectionBufferMaxBytes: opts.connectionBufferMaxBytes,
+          chunksOwned: chunksAreOwned,
           log: opts.log,
           onRequest: opts.onRequest ?? (() => {}),
         });

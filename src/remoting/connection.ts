@@ -19,6 +19,8 @@ export class RemotingClosedError extends Error {
 export interface ConnectionOptions {
   frameSizeMaxBytes: number;
   connectionBufferMaxBytes: number;
+  /** The socket's data chunks are ours to keep (see transport.ts `chunksAreOwned`). */
+  chunksOwned?: boolean;
   log: Logger;
   /** Called for every request frame (responses are matched internally). */
   onRequest: (conn: RemotingConnection, cmd: RemotingCommand) => void;
@@ -64,7 +66,7 @@ export class RemotingConnection {
   constructor(socket: SocketLike, opts: ConnectionOptions) {
     this.#socket = socket;
     this.#opts = opts;
-    this.#decoder = new FrameDecoder({ frameSizeMaxBytes: opts.frameSizeMaxBytes });
+    this.#decoder = new FrameDecoder({ frameSizeMaxBytes: opts.frameSizeMaxBytes, chunksOwned: opts.chunksOwned ?? false });
     this.remoteAddress = normalizeAddress(socket.remoteAddress, socket.remotePort);
   }
 

@@ -26,9 +26,16 @@ export const FRAME_SIZE_MAX_BYTES_DEFAULT = 16 * 1024 * 1024;
 /** A header longer than this is refused even inside a large frame (3-byte field allows 16 MiB). */
 export const HEADER_SIZE_MAX_BYTES = 1024 * 1024;
 export const EXT_FIELDS_MAX = 1024;
+/** How far beyond the bytes received a partial frame's buffer is sized in advance. */
+const PREALLOCATE_AHEAD_MAX_BYTES = 1024 * 1024;
 
 export interface FrameLimits {
   frameSizeMaxBytes: number;
+  /**
+   * The chunks fed are the decoder's to keep (the runtime never reuses them: true on Bun, see
+   * transport.ts). Complete frames then stay views into the chunk instead of being copied out.
+   */
+  chunksOwned?: boolean;
 }
 
 export type Invalid = { invalid: string };
@@ -100,16 +107,19 @@ function writeUint32(b: Uint8Array, p: number, n: number): void {
 
 /**
  * Incremental frame splitter. Holds at most one partial frame. Completed frames are returned as
- * commands whose `body` is a private copy (the caller may keep it after the next feed).
+ * commands whose `body` the caller may keep after the next feed (a view into a private copy, or
+ * into the chunk itself when chunks are owned).
  */
 export class FrameDecoder {
   #pending: Uint8Array | null = null;
   #pendingLength = 0;
   #broken: string | null = null;
   readonly #frameSizeMaxBytes: number;
+  readonly #chunksOwned: boolean;
 
   constructor(limits: FrameLimits = { frameSizeMaxBytes: FRAME_SIZE_MAX_BYTES_DEFAULT }) {
     this.#frameSizeMaxBytes = limits.frameSizeMaxBytes;
+    this.#chunksOwned = limits.chunksOwned ?? false;
   }
 
   /** Bytes buffered waiting for the rest of a frame. */
@@ -148,13 +158,29 @@ export class FrameDecoder {
       for (const cmd of out) {
         const b = cmd.body;
         if (b === undefined) continue;
-        owned ??= buf.slice(0, pos);
+        owned ??= this.#own(buf, pos);
         const at = b.byteOffset - buf.byteOffset;
         cmd.body = owned.subarray(at, at + b.length);
       }
     }
     this.#keepTail(buf, pos);
     return out;
+  }
+
+  /**
+   * A private copy of buf[0, pos). When buf is #pending and every byte of it was consumed (a
+   * large frame assembled from many reads, e.g. a 256-message pull response), the buffer itself
+   * is handed over instead of copied, and a new one is made for the next partial frame.
+   */
+  #own(buf: Uint8Array, pos: number): Uint8Array {
+    const isPending = this.#pending !== null && buf.buffer === this.#pending.buffer;
+    if (isPending && pos === buf.length) {
+      this.#pending = null;
+      this.#pendingLength = 0;
+      return buf;
+    }
+    if (!isPending && this.#chunksOwned) return buf.subarray(0, pos);
+    return buf.slice(0, pos);
   }
 
   #append(chunk: Uint8Array): Uint8Array {
@@ -181,11 +207,20 @@ export class FrameDecoder {
       this.#pendingLength = 0;
       return;
     }
-    if (this.#pending !== null && buf.buffer === this.#pending.buffer) {
+    // The partial frame's whole size is known once its length word is in: size the buffer for
+    // it at once, so the reads that complete it are appended without regrowing (and copying).
+    // At most 1 MiB ahead of what arrived: a peer that only announces a big frame gets no more.
+    let want = Math.max(rest, 4096);
+    if (rest >= FRAME_LENGTH_FIELD_SIZE) {
+      const length = ((buf[pos]! << 24) | (buf[pos + 1]! << 16) | (buf[pos + 2]! << 8) | buf[pos + 3]!) >>> 0;
+      want = Math.max(want, Math.min(FRAME_LENGTH_FIELD_SIZE + length, rest + PREALLOCATE_AHEAD_MAX_BYTES));
+    }
+    if (this.#pending !== null && buf.buffer === this.#pending.buffer && this.#pending.length >= want) {
       this.#pending.copyWithin(0, pos, buf.length);
     } else {
-      if (this.#pending === null || this.#pending.length < rest) this.#pending = new Uint8Array(Math.max(rest, 4096));
-      this.#pending.set(buf.subarray(pos));
+      const next = this.#pending === null || this.#pending.length < want ? new Uint8Array(want) : this.#pending;
+      next.set(buf.subarray(pos));
+      this.#pending = next;
     }
     this.#pendingLength = rest;
   }

@@ -69,6 +69,8 @@ export class RemotingServer {
           const conn = new RemotingConnection(socket, {
             frameSizeMaxBytes: opts.frameSizeMaxBytes,
             connectionBufferMaxBytes: opts.connectionBufferMaxBytes,
+            // Bun.listen: every read arrives in a fresh buffer (transport.test.ts).
+            chunksOwned: true,
             log: opts.log,
             onRequest: (c, cmd) => this.#dispatch(c, cmd),
           });

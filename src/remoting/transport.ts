@@ -22,6 +22,13 @@ export interface SocketEvents {
 
 const onBun = typeof globalThis.Bun !== "undefined";
 
+/**
+ * Whether a `data` chunk is the receiver's to keep: Bun gives every read its own fresh buffer
+ * (transport.test.ts checks it), so the frame decoder keeps views into it instead of copying each
+ * frame out. On Node the decoder copies (not relied upon there).
+ */
+export const chunksAreOwned = onBun;
+
 /** Resolves once connected (after `open` ran); rejects if the connection cannot be made. */
 export function connectSocket(host: string, port: number, ev: SocketEvents): Promise<SocketLike> {
   return onBun ? connectBun(host, port, ev) : connectNode(host, port, ev);
