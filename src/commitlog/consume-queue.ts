@@ -11,6 +11,10 @@
  * (its earlier files were deleted, or a dispatch skipped ahead) is padded with FILLER units
  * (offset 0, size 0x7FFFFFFF, tag 0) as RocketMQ does; a unit with size 0 is unwritten space.
  * Tag code: Java String.hashCode of TAGS (sign-extended); for SCHEDULE_TOPIC_XXXX the due time.
+ *
+ * Durability: units are flushed lazily (see MessageStore.checkpoint: least pages, thorough
+ * interval), so units past `firstUnflushedPhyOffset()` may be lost in a power cut; the checkpoint
+ * never claims them, and recovery rewrites them from the CommitLog.
  */
 import { join } from "node:path";
 import { MappedFileQueue } from "./mapped-file-queue.ts";
@@ -86,10 +90,16 @@ export class ConsumeQueue {
    * Writes the unit for queue offset `cqOffset`. Re-dispatching a unit already written (after a
    * restart) is a no-op; a jump forward pads with filler units.
    */
-  putUnit(cqOffset: number, phyOffset: number, size: number, tagsCode: number): void {
+  putUnit(cqOffset: number, phyOffset: number, size: number, tagsCode: number, overwrite = false): void {
     const expected = cqOffset * CQ_UNIT_SIZE;
     let at = this.#files.maxOffset;
-    if (expected < at) return;
+    if (expected < at) {
+      if (!overwrite || expected < this.#files.minOffset) return;
+      // Recovery past the checkpoint: what is on disk there was never flushed and may be torn, so
+      // the CommitLog's word replaces it (and everything after it in this queue).
+      this.#files.truncateDirty(expected);
+      at = this.#files.maxOffset;
+    }
     if (this.#files.files.length === 0) {
       // A queue starting past 0: the first file begins at the file holding `expected`, padded.
       const f = this.#files.lastWritable(expected);
@@ -184,12 +194,34 @@ export class ConsumeQueue {
     return n;
   }
 
-  flushSync(): void {
-    this.#files.flushSync();
+  /** Flushes files with at least `leastPages` dirty pages (full files always; 0 = everything). */
+  flushSync(leastPages = 0): void {
+    this.#files.flushSync(leastPages);
   }
 
-  flushAsync(): Promise<void> {
-    return this.#files.flushAsync();
+  flushAsync(leastPages = 0): Promise<void> {
+    return this.#files.flushAsync(leastPages);
+  }
+
+  isAbleToFlush(leastPages: number): boolean {
+    return this.#files.isAbleToFlush(leastPages);
+  }
+
+  /**
+   * CommitLog offset of the first record whose unit is not yet durable, or undefined when every
+   * unit is flushed. Filler units carry no record and are skipped (one is always followed by the
+   * real unit it pads for, written in the same put).
+   */
+  firstUnflushedPhyOffset(): number | undefined {
+    const from = this.#files.flushedOffset;
+    const to = this.#files.maxOffset;
+    for (let byteOffset = from - (from % CQ_UNIT_SIZE); byteOffset < to; byteOffset += CQ_UNIT_SIZE) {
+      const f = this.#files.findByOffset(byteOffset);
+      if (!f) return undefined;
+      const pos = byteOffset - f.fileFromOffset;
+      if (f.view.getInt32(pos + 8) !== CQ_FILLER_SIZE) return readLong(f.view, pos);
+    }
+    return undefined;
   }
 
   /** Unmaps idle files except the one being written. */
@@ -199,8 +231,7 @@ export class ConsumeQueue {
 
   /** True when some unit is written but not yet flushed. */
   get dirty(): boolean {
-    const last = this.#files.last;
-    return last !== undefined && last.flushedPosition < last.wrotePosition;
+    return this.#files.flushedOffset < this.#files.maxOffset;
   }
 
   close(): void {
