@@ -18,6 +18,7 @@
  */
 import { join } from "node:path";
 import { MappedFileQueue } from "./mapped-file-queue.ts";
+import { OS_PAGE_BYTES } from "./mapped-file.ts";
 
 export const CQ_UNIT_SIZE = 20;
 export const CQ_UNITS_PER_FILE_DEFAULT = 300_000;
@@ -30,6 +31,9 @@ export interface CqUnit {
 }
 
 const TWO_32 = 2 ** 32;
+/** One unit, encoded here and written with pwrite (see #writeUnit). */
+const UNIT = new Uint8Array(CQ_UNIT_SIZE);
+const UNIT_VIEW = new DataView(UNIT.buffer);
 
 function readLong(view: DataView, pos: number): number {
   return view.getInt32(pos) * TWO_32 + view.getUint32(pos + 4);
@@ -114,12 +118,25 @@ export class ConsumeQueue {
     this.maxPhysicOffset = phyOffset + size;
   }
 
+  /**
+   * A unit that reaches into a page no earlier unit touched is written with pwrite; the rest are
+   * stores into the mapping (one page cache, so readers see both). The first store into a hole of
+   * a sparse file through a shared mapping faults in a whole large folio (readahead-sized,
+   * zero-filled, then dirty as a whole): with W6's 10,000 fresh queues that cost ~1 ms of kernel
+   * time per queue and grew super-linearly (3,000 first puts: 9.8-18.6 s, vs 2.3 s this way).
+   * pwrite for every unit instead would cost ~9 µs per put on a busy queue (50,000 puts to one
+   * queue: 0.87-1.02 s vs 0.40-0.42 s).
+   */
   #writeUnit(phyOffset: number, size: number, tagsCode: number): void {
     const f = this.#files.lastWritable(0);
     const pos = f.wrotePosition;
-    writeLong(f.view, pos, phyOffset);
-    f.view.setInt32(pos + 8, size);
-    writeLong(f.view, pos + 12, tagsCode);
+    const freshPage = pos === 0 || Math.floor((pos + CQ_UNIT_SIZE - 1) / OS_PAGE_BYTES) !== Math.floor((pos - 1) / OS_PAGE_BYTES);
+    const v = freshPage ? UNIT_VIEW : f.view;
+    const at = freshPage ? 0 : pos;
+    writeLong(v, at, phyOffset);
+    v.setInt32(at + 8, size);
+    writeLong(v, at + 12, tagsCode);
+    if (freshPage) f.pwrite(UNIT, pos);
     f.wrotePosition = pos + CQ_UNIT_SIZE;
   }
 
