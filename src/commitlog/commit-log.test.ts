@@ -2,7 +2,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { CommitLog, type StoreRecordInput } from "./commit-log.ts";
+import { CommitLog, type CommitLogOptions, type StoreRecordInput } from "./commit-log.ts";
 import { BLANK_MAGIC_CODE, decodeRecordAt, parseHostAddress } from "../common/message-record.ts";
 
 const dirs: string[] = [];
@@ -12,10 +12,15 @@ afterEach(() => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
-function open(segmentBytes = 4096, flushDiskType: "ASYNC_FLUSH" | "SYNC_FLUSH" = "ASYNC_FLUSH", dir?: string): CommitLog {
+function open(
+  segmentBytes = 4096,
+  flushDiskType: "ASYNC_FLUSH" | "SYNC_FLUSH" = "ASYNC_FLUSH",
+  dir?: string,
+  extra: Partial<CommitLogOptions> = {},
+): CommitLog {
   const d = dir ?? mkdtempSync(join(tmpdir(), "cl-test-"));
   if (!dir) dirs.push(d);
-  const cl = new CommitLog({ dir: d, segmentBytes, flushDiskType, flushIntervalMs: 50, now: () => 1_700_000_000_000 });
+  const cl = new CommitLog({ dir: d, segmentBytes, flushDiskType, flushIntervalMs: 50, now: () => 1_700_000_000_000, ...extra });
   logs.push(cl);
   return cl;
 }
@@ -112,8 +117,31 @@ describe("CommitLog", () => {
     expect(cl.flushedOffset).toBe(cl.maxOffset);
   });
 
+  test("ASYNC_FLUSH: a tick flushes only with flushLeastPages dirty pages; the thorough tick flushes any", async () => {
+    const clock = { t: 1_700_000_000_000 };
+    const cl = open(1 << 20, "ASYNC_FLUSH", undefined, { now: () => clock.t, flushLeastPages: 4, flushThoroughIntervalMs: 10_000 });
+    cl.append(rec(0, 200));
+    await cl.periodicFlush();
+    expect(cl.flushedOffset).toBe(0);
+    // Four more 4 KiB pages: the segment now has pages 0..4 dirty.
+    for (let i = 1; i <= 4; i++) cl.append(rec(i, 4096));
+    await cl.periodicFlush();
+    expect(cl.flushedOffset).toBe(cl.maxOffset);
+    const flushed = cl.flushedOffset;
+    cl.append(rec(5, 200));
+    clock.t += 9_999;
+    await cl.periodicFlush();
+    expect(cl.flushedOffset).toBe(flushed);
+    clock.t += 1;
+    await cl.periodicFlush();
+    expect(cl.flushedOffset).toBe(cl.maxOffset);
+    // A SYNC-style waiter never waits for pages to accumulate.
+    const r = cl.append(rec(6, 200));
+    expect(await cl.waitForFlush(r.physicalOffset + r.size, 5000)).toBe(true);
+  });
+
   test("ASYNC_FLUSH: the background service flushes", async () => {
-    const cl = open(1 << 20, "ASYNC_FLUSH");
+    const cl = open(1 << 20, "ASYNC_FLUSH", undefined, { flushThoroughIntervalMs: 0 });
     cl.startFlushService();
     cl.append(rec(1, 200));
     const deadline = Date.now() + 3000;

@@ -10,7 +10,10 @@
  *   - physical offsets are global and dense: maxOffset = last segment start + its write position;
  *   - flushedOffset ≤ maxOffset; everything below flushedOffset survived an fdatasync.
  *
- * Flush modes: ASYNC_FLUSH flushes in the background every `flushIntervalMs`; SYNC_FLUSH callers
+ * Flush modes: ASYNC_FLUSH flushes in the background every `flushIntervalMs` — only segments with
+ * at least `flushLeastPages` dirty pages (or full ones), and everything once per
+ * `flushThoroughIntervalMs` (RocketMQ's FlushRealTimeService) — so a trickle of small messages
+ * does not cost a device flush each tick; SYNC_FLUSH callers
  * await `waitForFlush(offset)`, and all waiters that arrive while one fdatasync runs share the
  * next one (group commit). Queue offsets per topic-queue are assigned here, at append time, so
  * that a record on disk always carries its final queue offset.
@@ -34,6 +37,10 @@ export interface CommitLogOptions {
   segmentBytes: number;
   flushDiskType: FlushDiskType;
   flushIntervalMs: number;
+  /** ASYNC_FLUSH: a periodic flush skips a segment with fewer dirty 4 KiB pages (default 4, RocketMQ's flushCommitLogLeastPages). */
+  flushLeastPages?: number;
+  /** ASYNC_FLUSH: at least this often a periodic flush ignores flushLeastPages (default 10 s, flushCommitLogThoroughInterval). */
+  flushThoroughIntervalMs?: number;
   /**
    * How appends reach the page cache: "pwrite" (default: records are encoded into an in-memory
    * stage and written with one pwrite() per event-loop turn, see ./mapped-file.ts) or "mmap"
@@ -56,6 +63,8 @@ export interface AppendResult {
 
 /** The usual size of a segment's write-behind stage (a bigger batch gets a bigger one). */
 const STAGE_BYTES = 1024 * 1024;
+export const FLUSH_LEAST_PAGES_DEFAULT = 4;
+export const FLUSH_THOROUGH_INTERVAL_MS_DEFAULT = 10_000;
 
 export class CommitLogError extends Error {
   override name = "CommitLogError";
@@ -71,6 +80,7 @@ export class CommitLog {
   #flushing: Promise<void> | null = null;
   #waiters: { offset: number; resolve: (ok: boolean) => void; timer: ReturnType<typeof setTimeout> | null }[] = [];
   #flushTimer: ReturnType<typeof setInterval> | null = null;
+  #lastThoroughFlushAt = 0;
   readonly #staged: boolean;
   /** The commit of the current event-loop turn's appends, run as a microtask (one pwrite). */
   #commitRound: { promise: Promise<void>; resolve: () => void } | null = null;
@@ -81,6 +91,7 @@ export class CommitLog {
     this.#opts = opts;
     this.#now = opts.now ?? Date.now;
     this.#files = new MappedFileQueue(opts.dir, opts.segmentBytes);
+    this.#lastThoroughFlushAt = this.#now();
     this.#staged = (opts.writeMode ?? "pwrite") === "pwrite";
   }
 
@@ -91,8 +102,19 @@ export class CommitLog {
 
   startFlushService(): void {
     if (this.#opts.flushDiskType === "ASYNC_FLUSH" && !this.#flushTimer) {
-      this.#flushTimer = setInterval(() => void this.flush(), this.#opts.flushIntervalMs);
+      this.#flushTimer = setInterval(() => void this.periodicFlush(), this.#opts.flushIntervalMs);
     }
+  }
+
+  /** One ASYNC_FLUSH tick: least-pages, or thorough once the thorough interval has passed. */
+  periodicFlush(): Promise<void> {
+    const now = this.#now();
+    let leastPages = this.#opts.flushLeastPages ?? FLUSH_LEAST_PAGES_DEFAULT;
+    if (now >= this.#lastThoroughFlushAt + (this.#opts.flushThoroughIntervalMs ?? FLUSH_THOROUGH_INTERVAL_MS_DEFAULT)) {
+      this.#lastThoroughFlushAt = now;
+      leastPages = 0;
+    }
+    return this.flush(leastPages);
   }
 
   get minOffset(): number {
@@ -301,32 +323,50 @@ export class CommitLog {
   }
 
   /**
-   * One group-commit round: fdatasync every dirty segment (on the thread pool), then release the
-   * waiters it covered. Calls made while a round runs are served by the next round.
+   * One group-commit round: fdatasync every dirty segment (on the thread pool) — with `leastPages`
+   * > 0 only those MappedFile.isAbleToFlush allows — then release the waiters it covered. Calls
+   * made while a round runs are served by the next round (a waiter left over forces a full one).
    */
-  flush(): Promise<void> {
+  flush(leastPages = 0): Promise<void> {
     if (this.#flushing) return this.#flushing;
     const target = this.maxOffset;
     if (target <= this.#flushedOffset) return Promise.resolve();
-    const dirty = this.#files.files.filter((f) => f.flushedPosition < f.wrotePosition);
+    const due = this.#files.files.filter((f) => f.isAbleToFlush(leastPages));
+    if (due.length === 0) {
+      // Nothing to sync (all skipped by least pages, or already durable): settle now. Not through
+      // the async round below, which would finish before #flushing is even assigned.
+      this.#settle(target, false);
+      return Promise.resolve();
+    }
     this.#flushing = (async () => {
       try {
-        for (const f of dirty) await f.flushAsync();
-        if (target > this.#flushedOffset) this.#flushedOffset = target;
+        for (const f of due) await f.flushAsync();
       } catch (e) {
         this.#writeError ??= e instanceof Error ? e : new Error(String(e));
       } finally {
         this.#flushing = null;
       }
-      const done = this.#waiters.filter((w) => w.offset <= this.#flushedOffset);
-      this.#waiters = this.#waiters.filter((w) => w.offset > this.#flushedOffset);
-      for (const w of done) {
-        if (w.timer) clearTimeout(w.timer);
-        w.resolve(true);
-      }
-      if (this.#waiters.length > 0 && !this.#writeError) void this.flush();
+      this.#settle(target, true);
     })();
     return this.#flushing;
+  }
+
+  /**
+   * After a round up to `target`: advance the durable end and release the waiters it covers.
+   * `again`: waiters that arrived during an async round get a full round of their own (a waiter
+   * calls flush() itself, so a round that synced nothing need not).
+   */
+  #settle(target: number, again: boolean): void {
+    // A skipped segment (too few dirty pages) keeps the durable end where it starts lagging.
+    const durable = Math.min(target, this.#files.flushedOffset);
+    if (durable > this.#flushedOffset) this.#flushedOffset = durable;
+    const done = this.#waiters.filter((w) => w.offset <= this.#flushedOffset);
+    this.#waiters = this.#waiters.filter((w) => w.offset > this.#flushedOffset);
+    for (const w of done) {
+      if (w.timer) clearTimeout(w.timer);
+      w.resolve(true);
+    }
+    if (again && this.#waiters.length > 0 && !this.#writeError) void this.flush();
   }
 
   /** Blocking flush of everything (shutdown). */

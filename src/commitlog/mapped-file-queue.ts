@@ -97,11 +97,13 @@ export class MappedFileQueue {
     return last ? last.writeOffset : 0;
   }
 
+  /**
+   * Offset of the first byte not yet durable (= maxOffset when everything is flushed). With
+   * least-pages flushing any file may lag, not only the last, so every file is looked at.
+   */
   get flushedOffset(): number {
-    const last = this.last;
-    if (!last) return 0;
-    // Files before the last are flushed before the roll (see CommitLog), so the last one decides.
-    return last.fileFromOffset + last.flushedPosition;
+    for (const f of this.files) if (f.flushedPosition < f.wrotePosition) return f.fileFromOffset + f.flushedPosition;
+    return this.maxOffset;
   }
 
   /**
@@ -124,8 +126,9 @@ export class MappedFileQueue {
     return n;
   }
 
-  flushSync(): void {
-    for (const f of this.files) f.flushSync();
+  /** Blocking flush of every file that isAbleToFlush(leastPages) (0 = everything unflushed). */
+  flushSync(leastPages = 0): void {
+    for (const f of this.files) f.flushSync(leastPages);
   }
 
   /**
@@ -150,10 +153,16 @@ export class MappedFileQueue {
     return n;
   }
 
-  /** Flushes dirty files on the thread pool (the event loop keeps serving meanwhile). */
-  async flushAsync(): Promise<void> {
-    const dirty = this.files.filter((f) => f.flushedPosition < f.wrotePosition);
-    await Promise.all(dirty.map((f) => f.flushAsync()));
+  /** True when some file could be flushed with `leastPages` (see MappedFile.isAbleToFlush). */
+  isAbleToFlush(leastPages: number): boolean {
+    for (const f of this.files) if (f.isAbleToFlush(leastPages)) return true;
+    return false;
+  }
+
+  /** Flushes dirty files on the thread pool (the event loop keeps serving meanwhile); see flushSync. */
+  async flushAsync(leastPages = 0): Promise<void> {
+    const due = this.files.filter((f) => f.isAbleToFlush(leastPages));
+    await Promise.all(due.map((f) => f.flushAsync(leastPages)));
   }
 
   close(): void {

@@ -19,7 +19,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statfsSync, s
 import { totalmem } from "node:os";
 import { join } from "node:path";
 import { readFileWithBackup, writeFileAtomic } from "../common/atomic-file.ts";
-import { readCheckpoint, writeCheckpoint, writeCheckpointAsync } from "./checkpoint.ts";
+import { readCheckpoint, writeCheckpoint, writeCheckpointAsync, type Checkpoint } from "./checkpoint.ts";
 import { CommitLog, type AppendResult, type FlushDiskType, type StoreRecordInput } from "./commit-log.ts";
 import { ConsumeQueue, CQ_FILLER_SIZE } from "./consume-queue.ts";
 import { IndexService } from "./index-service.ts";
@@ -72,8 +72,16 @@ export interface MessageStoreOptions {
   now?: () => number;
   /** Tag code override, e.g. the due time for SCHEDULE_TOPIC_XXXX units. */
   tagsCodeFor?: (topic: string, properties: Record<string, string> | null, storeTimestamp: number, tags: string | undefined) => number;
-  /** Interval of the ConsumeQueue/index flush + checkpoint; default 1000 ms. */
+  /** Interval of the ConsumeQueue/index flush + checkpoint; default 1000 ms (RocketMQ's flushIntervalConsumeQueue). */
   checkpointIntervalMs?: number;
+  /** A ConsumeQueue file with fewer dirty 4 KiB pages is not flushed on a normal tick (default 2). */
+  flushConsumeQueueLeastPages?: number;
+  /** At least this often the tick flushes every ConsumeQueue regardless of pages (default 60 s). */
+  flushConsumeQueueThoroughIntervalMs?: number;
+  /** ASYNC_FLUSH CommitLog: see CommitLogOptions.flushLeastPages (default 4). */
+  flushCommitLogLeastPages?: number;
+  /** ASYNC_FLUSH CommitLog: see CommitLogOptions.flushThoroughIntervalMs (default 10 s). */
+  flushCommitLogThoroughIntervalMs?: number;
   /** How often idle mappings are looked for (default 5000 ms); a file untouched for a whole interval is unmapped. */
   releaseColdIntervalMs?: number;
 }
@@ -159,6 +167,8 @@ export interface RecoveryReport {
 
 const enc = new TextEncoder();
 const HOUR_MS = 3_600_000;
+export const FLUSH_CONSUME_QUEUE_LEAST_PAGES_DEFAULT = 2;
+export const FLUSH_CONSUME_QUEUE_THOROUGH_INTERVAL_MS_DEFAULT = 60_000;
 
 export class MessageStore {
   readonly #o: MessageStoreOptions;
@@ -174,6 +184,11 @@ export class MessageStore {
   #corrupt: CorruptRange[] = [];
   #shutdown = false;
   #checkpointing: Promise<void> | null = null;
+  /** ConsumeQueues with units not yet flushed: the checkpoint tick looks only at these. */
+  readonly #unflushedQueues = new Set<ConsumeQueue>();
+  #lastThoroughFlushAt = 0;
+  /** The last checkpoint written; an unchanged one is not written again. */
+  #lastCheckpoint: Checkpoint | null = null;
   #dispatchError: Error | null = null;
   readonly #memoryHotBytes: number;
   recovery: RecoveryReport | null = null;
@@ -190,6 +205,8 @@ export class MessageStore {
       segmentBytes: o.segmentBytes,
       flushDiskType: o.flushDiskType,
       flushIntervalMs: o.flushIntervalMs,
+      ...(o.flushCommitLogLeastPages !== undefined ? { flushLeastPages: o.flushCommitLogLeastPages } : {}),
+      ...(o.flushCommitLogThoroughIntervalMs !== undefined ? { flushThoroughIntervalMs: o.flushCommitLogThoroughIntervalMs } : {}),
       now: this.#now,
     });
     this.#index = new IndexService({ dir: join(o.dir, "index"), slotNum: o.indexSlotNum, indexNum: o.indexNum, now: this.#now });
@@ -245,12 +262,15 @@ export class MessageStore {
     // below what the checkpoint saw flushed (plus a margin for writes flushed after it).
     const RESYNC_MARGIN_BYTES = 16 * 1024 * 1024;
     const resyncLimit = !abnormal ? 0 : cpValid ? cp.commitLogFlushedOffset + RESYNC_MARGIN_BYTES : Number.MAX_SAFE_INTEGER;
+    // After a crash, units of records at or past what the checkpoint claimed durable may be lost
+    // or torn (they are flushed lazily): the CommitLog rewrites them instead of trusting them.
+    const rewriteFrom = !abnormal ? Number.MAX_SAFE_INTEGER : cpValid ? cp.dispatchedOffset : firstOffset;
     const scan = scanCommitLog(
       segments,
       scanFrom,
       checkCrc,
       (rec, offset) => {
-        if (offset >= dispatchFrom) this.#dispatchRecord(rec, offset);
+        if (offset >= dispatchFrom) this.#dispatchRecord(rec, offset, offset >= rewriteFrom);
       },
       resyncLimit,
     );
@@ -314,27 +334,63 @@ export class MessageStore {
 
   #startServices(): void {
     this.commitLog.startFlushService();
+    this.#lastThoroughFlushAt = this.#now();
     this.#timers.push(setInterval(() => void this.checkpoint(), this.#o.checkpointIntervalMs ?? 1000));
     this.#timers.push(setInterval(() => this.cleanExpiredFiles(false), this.#o.deleteCommitLogFilesIntervalMs));
     this.#timers.push(setInterval(() => this.releaseColdMappings(), this.#o.releaseColdIntervalMs ?? 5000));
     this.#checkDisk();
   }
 
-  /** Flushes ConsumeQueues and indexes, then records how far everything is durable. */
-  checkpoint(): Promise<void> {
+  /**
+   * One tick of RocketMQ's FlushConsumeQueueService, then the checkpoint. A ConsumeQueue file is
+   * flushed only once it has flushConsumeQueueLeastPages dirty pages (or is full), and every one
+   * once per flushConsumeQueueThoroughIntervalMs (and at shutdown): with 10,000 queues each taking
+   * a unit now and then, flushing every dirty file each second cost one device flush per message.
+   *
+   * The checkpoint then claims only what is durable: dispatchedOffset is the lowest CommitLog
+   * offset whose unit is still unflushed in some queue (units of one queue are in CommitLog order,
+   * so every record below it has a durable unit), or everything dispatched when none is. Only the
+   * queues written since their last full flush are looked at, not all of them.
+   */
+  checkpoint(thorough?: boolean): Promise<void> {
     if (this.#checkpointing || this.#shutdown) return this.#checkpointing ?? Promise.resolve();
+    const now = this.#now();
+    const o = this.#o;
+    if (thorough === undefined) {
+      thorough = now >= this.#lastThoroughFlushAt + (o.flushConsumeQueueThoroughIntervalMs ?? FLUSH_CONSUME_QUEUE_THOROUGH_INTERVAL_MS_DEFAULT);
+    }
+    if (thorough) this.#lastThoroughFlushAt = now;
+    const leastPages = thorough ? 0 : (o.flushConsumeQueueLeastPages ?? FLUSH_CONSUME_QUEUE_LEAST_PAGES_DEFAULT);
     const dispatched = this.#reputOffset;
     this.#checkpointing = (async () => {
       try {
-        await Promise.all([...this.#allQueues()].filter((q) => q.dirty).map((q) => q.flushAsync()));
+        const due: Promise<void>[] = [];
+        for (const q of this.#unflushedQueues) if (q.isAbleToFlush(leastPages)) due.push(q.flushAsync(leastPages));
+        await Promise.all(due);
         const indexTs = await this.#index.flushAsync();
         if (this.#shutdown) return;
-        await writeCheckpointAsync(join(this.#o.dir, "checkpoint"), {
+        let durable = Math.min(dispatched, this.commitLog.maxOffset);
+        for (const q of this.#unflushedQueues) {
+          const phy = q.firstUnflushedPhyOffset();
+          if (phy === undefined) this.#unflushedQueues.delete(q);
+          else if (phy < durable) durable = phy;
+        }
+        const cp: Checkpoint = {
           commitLogFlushedOffset: this.commitLog.flushedOffset,
-          dispatchedOffset: Math.min(dispatched, this.commitLog.maxOffset),
+          dispatchedOffset: durable,
           indexCheckpointTimestamp: indexTs,
-          writtenAt: this.#now(),
-        });
+          writtenAt: now,
+        };
+        const last = this.#lastCheckpoint;
+        if (
+          last &&
+          last.commitLogFlushedOffset === cp.commitLogFlushedOffset &&
+          last.dispatchedOffset === cp.dispatchedOffset &&
+          last.indexCheckpointTimestamp === cp.indexCheckpointTimestamp
+        )
+          return;
+        await writeCheckpointAsync(join(o.dir, "checkpoint"), cp);
+        this.#lastCheckpoint = cp;
       } finally {
         this.#checkpointing = null;
       }
@@ -525,8 +581,8 @@ export class MessageStore {
     return n;
   }
 
-  /** Dispatch of a record decoded from CommitLog bytes (recovery, replication). */
-  #dispatchRecord(rec: DecodedRecord, offset: number): void {
+  /** Dispatch of a record decoded from CommitLog bytes (recovery, replication); `rewrite`: see ConsumeQueue.putUnit. */
+  #dispatchRecord(rec: DecodedRecord, offset: number, rewrite = false): void {
     const props = parseProperties(rec.properties);
     const tags = props[MessageConst.TAGS];
     this.#dispatch(
@@ -540,6 +596,7 @@ export class MessageStore {
       this.#tagsCode(rec.topic, props, rec.storeTimestamp, tags),
       props[MessageConst.KEYS],
       props[MessageConst.UNIQ_KEY],
+      rewrite,
     );
     this.#reputOffset = offset + rec.totalSize;
   }
@@ -555,10 +612,13 @@ export class MessageStore {
     tagsCode: number,
     keys: string | undefined,
     uniqKey: string | undefined,
+    rewrite = false,
   ): void {
     const t = transactionType(sysFlag);
     if (t === SysFlag.TRANSACTION_NOT_TYPE || t === SysFlag.TRANSACTION_COMMIT_TYPE) {
-      this.#consumeQueue(topic, queueId).putUnit(queueOffset, phyOffset, size, tagsCode);
+      const cq = this.#consumeQueue(topic, queueId);
+      cq.putUnit(queueOffset, phyOffset, size, tagsCode, rewrite);
+      this.#unflushedQueues.add(cq);
     }
     if (keys !== undefined || uniqKey !== undefined) {
       this.#index.buildIndex({ topic, keys, uniqKey, phyOffset, storeTimestamp, sysFlag });
@@ -776,7 +836,10 @@ export class MessageStore {
     for (const topic of topics) {
       const byId = this.#queues.get(topic);
       if (!byId) continue;
-      for (const cq of byId.values()) cq.destroy();
+      for (const cq of byId.values()) {
+        cq.destroy();
+        this.#unflushedQueues.delete(cq);
+      }
       this.#queues.delete(topic);
       this.commitLog.removeQueueOffsets(topic);
       rmSync(join(this.#o.dir, "consumequeue", topic), { recursive: true, force: true });
@@ -857,6 +920,11 @@ export class MessageStore {
   /** Damaged CommitLog ranges that recovery found and excluded from reads. */
   get corruptRanges(): readonly CorruptRange[] {
     return this.#corrupt;
+  }
+
+  /** ConsumeQueues holding units not yet flushed (they wait for least pages or the thorough tick). */
+  get unflushedConsumeQueues(): number {
+    return this.#unflushedQueues.size;
   }
 
   get isDiskFull(): boolean {

@@ -71,6 +71,10 @@ export interface Config {
     flushDiskType: FlushDiskType;
     commitLogSegmentBytes: number;
     flushIntervalMs: number;
+    flushCommitLogLeastPages: number;
+    flushCommitLogThoroughIntervalMs: number;
+    flushConsumeQueueLeastPages: number;
+    flushConsumeQueueThoroughIntervalMs: number;
     syncFlushTimeoutMs: number;
     checkCrcOnRecover: boolean;
     consumeQueueUnitsPerFile: number;
@@ -264,6 +268,15 @@ export const KEYS: readonly KeyDef[] = [
     doc: "size of one CommitLog segment file" },
   { key: "store.flushIntervalMs", type: int(1), unit: "ms", roles: BROKER_ROLES,
     doc: "ASYNC_FLUSH: how often dirty pages are flushed" },
+  // Each fdatasync is a device flush; these keep a trickle of small writes from costing one per tick.
+  { key: "store.flushCommitLogLeastPages", type: int(0), roles: BROKER_ROLES,
+    doc: "ASYNC_FLUSH: a CommitLog segment is flushed on a tick only with this many dirty 4 KiB pages (or when full); 0 = always" },
+  { key: "store.flushCommitLogThoroughIntervalMs", type: int(0), unit: "ms", roles: BROKER_ROLES,
+    doc: "ASYNC_FLUSH: at least this often a tick flushes the CommitLog whatever flushCommitLogLeastPages says" },
+  { key: "store.flushConsumeQueueLeastPages", type: int(0), roles: BROKER_ROLES,
+    doc: "a ConsumeQueue file is flushed on the 1 s tick only with this many dirty 4 KiB pages (or when full); 0 = always" },
+  { key: "store.flushConsumeQueueThoroughIntervalMs", type: int(0), unit: "ms", roles: BROKER_ROLES,
+    doc: "at least this often (and at shutdown) every ConsumeQueue is flushed whatever flushConsumeQueueLeastPages says" },
   { key: "store.syncFlushTimeoutMs", type: int(1), unit: "ms", roles: BROKER_ROLES,
     doc: "SYNC_FLUSH: how long a send waits for fsync before answering FLUSH_DISK_TIMEOUT" },
   { key: "store.checkCrcOnRecover", type: { kind: "bool" }, roles: BROKER_ROLES,
@@ -353,6 +366,10 @@ export function defaultConfig(role: Role): Config {
       flushDiskType: "ASYNC_FLUSH",
       commitLogSegmentBytes: 1024 * MiB,
       flushIntervalMs: 500,
+      flushCommitLogLeastPages: 4,
+      flushCommitLogThoroughIntervalMs: 10000,
+      flushConsumeQueueLeastPages: 2,
+      flushConsumeQueueThoroughIntervalMs: 60000,
       syncFlushTimeoutMs: 5000,
       checkCrcOnRecover: true,
       consumeQueueUnitsPerFile: 300000,
