@@ -154,6 +154,9 @@ if (o.pid) {
   const user = ((c1[0] - c0[0]) / hz / n) * 1e6;
   const sys = ((c1[1] - c0[1]) / hz / n) * 1e6;
   line.push(`broker CPU µs/msg user ${user.toFixed(1)} sys ${sys.toFixed(1)} total ${(user + sys).toFixed(1)}`);
+  const status = readFileSync(`/proc/${o.pid}/status`, "utf8");
+  const kib = (k: string) => Number(new RegExp(`${k}:\\s+(\\d+)`).exec(status)?.[1] ?? 0);
+  line.push(`RSS ${Math.round(kib("VmRSS") / 1024)} MiB (anon ${Math.round(kib("RssAnon") / 1024)}, file ${Math.round(kib("RssFile") / 1024)})`);
 }
 process.stdout.write(line.join("  ") + "\n");
 stop = true;

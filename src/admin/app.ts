@@ -27,17 +27,25 @@ export interface AdminAppDeps {
 
 export function buildAdminApp(deps: AdminAppDeps): Hono {
   const app = new Hono();
-  app.get("/health", (c) =>
-    c.json({ status: "ok", role: deps.role, version: deps.version, uptimeMs: Date.now() - deps.startedAt }),
-  );
+  app.get("/health", (c) => {
+    // Where the process's memory is: RSS also counts touched pages of mapped store files.
+    const m = process.memoryUsage();
+    const memory = {
+      rssBytes: m.rss,
+      heapUsedBytes: m.heapUsed,
+      heapTotalBytes: m.heapTotal,
+      externalBytes: m.external,
+      arrayBuffersBytes: m.arrayBuffers,
+    };
+    return c.json({ status: "ok", role: deps.role, version: deps.version, uptimeMs: Date.now() - deps.startedAt, memory });
+  });
   if (deps.broker) app.route("/", brokerRoutes(deps.broker));
   if (deps.namesrv) {
     const routes = namesrvRoutes(deps.namesrv);
     app.route("/namesrv", routes);
     if (deps.namesrvAtRoot) app.route("/", routes);
   }
-  const respond = (c: Context, err: ApiError) =>
-    c.json({ error: { code: err.code, message: err.message } }, err.status as ContentfulStatusCode);
+  const respond = (c: Context, err: ApiError) => c.json({ error: { code: err.code, message: err.message } }, err.status as ContentfulStatusCode);
   app.notFound((c) => respond(c, new ApiError("NOT_FOUND", { path: c.req.path })));
   app.onError((e, c) => respond(c, e instanceof ApiError ? e : new ApiError("INTERNAL", { detail: e.message })));
   return app;

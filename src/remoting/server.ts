@@ -19,12 +19,23 @@ export interface RemotingServerOptions {
   log: Logger;
 }
 
+/**
+ * Every read arrives in a fresh buffer (and each frame's body is a view into it), so a busy
+ * broker turns over its request bytes as garbage. JSC lets that garbage pile up to hundreds of
+ * MiB before collecting, and mimalloc (run with MIMALLOC_PURGE_DELAY=-1) keeps the peak resident.
+ * Asking for a collection every 8 MiB received held a send storm at ~95 MiB anonymous RSS
+ * instead of ~310 MiB, and cost no CPU (send-blast, 10 s: 12.8 vs 16.7 µs/msg; fewer, smaller
+ * collections with less memory to walk).
+ */
+const GC_EVERY_RECEIVED_BYTES = 8 * 1024 * 1024;
+
 export class RemotingServer {
   readonly #opts: RemotingServerOptions;
   readonly #processors = new Map<number, RequestProcessor>();
   readonly #connections = new Set<RemotingConnection>();
   readonly #closeListeners: ((conn: RemotingConnection) => void)[] = [];
   #listener: TCPSocketListener<RemotingConnection | undefined> | null = null;
+  #received = 0;
 
   constructor(opts: RemotingServerOptions) {
     this.#opts = opts;
@@ -81,7 +92,14 @@ export class RemotingServer {
             for (const l of this.#closeListeners) l(c);
           });
         },
-        data: (socket, chunk) => socket.data?.handleData(chunk),
+        data: (socket, chunk) => {
+          this.#received += chunk.length;
+          if (this.#received >= GC_EVERY_RECEIVED_BYTES) {
+            this.#received = 0;
+            Bun.gc(false);
+          }
+          socket.data?.handleData(chunk);
+        },
         drain: (socket) => socket.data?.handleDrain(),
         close: (socket) => socket.data?.handleClosed(),
         error: (socket, error) => {
