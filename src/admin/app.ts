@@ -2,6 +2,8 @@
  * The admin HTTP API (Hono), built from the info functions of the components a process runs.
  * Layout:
  *   GET /health                      every role
+ *   GET /config                      every role: the configuration in force (read-only), its
+ *                                    DataVersion and the keys a SIGHUP or UPDATE_BROKER_CONFIG can change
  *   name server: /cluster /brokers /topics /topics/:topic/route   (also under /namesrv/...)
  *   broker:      /broker /topics /topics/:topic /groups /groups/:group
  * In standalone, the name server routes live under /namesrv/ so that broker routes (which arrive
@@ -23,21 +25,22 @@ export interface AdminAppDeps {
   broker?: BrokerInfo;
   /** Mount name server routes at the root too (role namesrv). */
   namesrvAtRoot?: boolean;
+  /** The effective configuration, as plain JSON-able data. */
+  config?: () => unknown;
 }
 
 export function buildAdminApp(deps: AdminAppDeps): Hono {
   const app = new Hono();
-  app.get("/health", (c) =>
-    c.json({ status: "ok", role: deps.role, version: deps.version, uptimeMs: Date.now() - deps.startedAt }),
-  );
+  app.get("/health", (c) => c.json({ status: "ok", role: deps.role, version: deps.version, uptimeMs: Date.now() - deps.startedAt }));
+  const config = deps.config;
+  if (config) app.get("/config", (c) => c.json(config()));
   if (deps.broker) app.route("/", brokerRoutes(deps.broker));
   if (deps.namesrv) {
     const routes = namesrvRoutes(deps.namesrv);
     app.route("/namesrv", routes);
     if (deps.namesrvAtRoot) app.route("/", routes);
   }
-  const respond = (c: Context, err: ApiError) =>
-    c.json({ error: { code: err.code, message: err.message } }, err.status as ContentfulStatusCode);
+  const respond = (c: Context, err: ApiError) => c.json({ error: { code: err.code, message: err.message } }, err.status as ContentfulStatusCode);
   app.notFound((c) => respond(c, new ApiError("NOT_FOUND", { path: c.req.path })));
   app.onError((e, c) => respond(c, e instanceof ApiError ? e : new ApiError("INTERNAL", { detail: e.message })));
   return app;
