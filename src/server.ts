@@ -1,6 +1,7 @@
 /**
  * Entry point of the `rocketbun` binary: argv → config → start the role's components → signals
- * (SIGTERM/SIGINT stop; SIGHUP reloads the config through runtime-config.ts). Nothing else lives here. Exit codes: 0 = clean, 2 = bad command line or config (nothing was
+ * (SIGTERM/SIGINT stop; SIGHUP reloads the config through runtime-config.ts).
+ * Nothing else lives here. Exit codes: 0 = clean, 2 = bad command line or config (nothing was
  * started), 1 = failure at run time.
  */
 import { writeFileSync } from "node:fs";
