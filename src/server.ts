@@ -1,5 +1,6 @@
 /**
- * Entry point of the `rocketbun` binary: argv → config → start the role's components → signals.
+ * Entry point of the `rocketbun` binary: argv → config → start the role's components → signals
+ * (SIGTERM/SIGINT stop; SIGHUP reloads the config through runtime-config.ts).
  * Nothing else lives here. Exit codes: 0 = clean, 2 = bad command line or config (nothing was
  * started), 1 = failure at run time.
  */
@@ -7,6 +8,7 @@ import { writeFileSync } from "node:fs";
 import { HELP_TEXT, parseArgs } from "./cli/args.ts";
 import { runBench } from "./bench-cli.ts";
 import { loadConfig, toYaml } from "./config/load.ts";
+import { RuntimeConfig, type RuntimeTargets } from "./runtime-config.ts";
 import { preflight } from "./config/preflight.ts";
 import type { Config } from "./config/schema.ts";
 import { err, out, scope, setLogLevel } from "./common/log.ts";
@@ -66,18 +68,31 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   setLogLevel(config.logLevel);
+  // Filled in by startRole as the components come up; the runtime config applies reloads to them.
+  const targets: RuntimeTargets = { setLogLevel, resolveNamesrvAddr: (list) => list };
+  const runtime = new RuntimeConfig({ config, sources: loaded.sources, file: args.flags.config, flags: args.flags, targets });
+  // Installed before anything starts: without a handler a SIGHUP would terminate the process.
+  // One that arrives during start-up is run once the components are there.
+  let started = false;
+  let hupDuringStart = false;
+  process.on("SIGHUP", () => {
+    if (started) void runtime.reload();
+    else hupDuringStart = true;
+  });
   let running: Running;
   try {
-    running = startRole(config, args.flags.portsFile);
+    running = startRole(config, args.flags.portsFile, runtime, targets);
   } catch (e) {
     err(`rocketbun: cannot start: ${e instanceof Error ? e.message : String(e)}`);
     return EXIT_CONFIG;
   }
+  started = true;
+  if (hupDuringStart) void runtime.reload();
   return await waitForSignal(running);
 }
 
 /** Starts everything or nothing: a failure part-way stops what already started, then rethrows. */
-function startRole(config: Config, portsFile: string | undefined): Running {
+function startRole(config: Config, portsFile: string | undefined, runtime: RuntimeConfig, targets: RuntimeTargets): Running {
   const startedAt = Date.now();
   const stops: (() => void | Promise<void>)[] = [];
   const ports: Record<string, number | string> = { pid: process.pid, role: config.role };
@@ -100,6 +115,7 @@ function startRole(config: Config, portsFile: string | undefined): Running {
       const port = bindOrExplain("namesrv.listen", ns.listen.host, ns.listen.port, () => namesrv!.start());
       const ctl = namesrv;
       stops.push(() => ctl.stop());
+      targets.namesrv = ctl;
       ports.namesrv = port;
       line.push(`${config.role === "namesrv" ? "listen" : "namesrv"}=${fmt(ns.listen.host, port)}`);
     }
@@ -120,6 +136,9 @@ function startRole(config: Config, portsFile: string | undefined): Running {
         defaultTopicQueueNums: b.defaultTopicQueueNums,
         registerNameServerPeriodMs: b.registerNameServerPeriodMs,
         maxMessageSizeBytes: b.maxMessageSizeBytes,
+        pullHoldMaxMs: b.pullHoldMaxMs,
+        channelExpiredMs: b.channelExpiredMs,
+        configAccess: runtime.brokerAccess(),
         haMasterAddress: b.haMasterAddress,
         slaveReadEnable: b.slaveReadEnable,
         haSlaveTimeoutMs: b.haSlaveTimeoutMs,
@@ -159,14 +178,17 @@ function startRole(config: Config, portsFile: string | undefined): Running {
       });
       const bound = bindOrExplain("broker.listen", b.listen.host, b.listen.port, () => broker!.bind());
       const ctl = broker;
-      let namesrvs = b.namesrvAddr;
-      if (namesrvs.length === 0 && namesrv) {
-        // Standalone: register with our own name server.
+      const own = namesrv;
+      // Standalone without namesrvAddr: register with our own name server (also after a reload).
+      const resolve = (list: string[]): string[] => {
+        if (list.length > 0 || !own) return list;
         const h = config.namesrv.listen.host;
-        namesrvs = [fmt(h === "0.0.0.0" || h === "::" ? "127.0.0.1" : h, namesrv.port)];
-      }
-      ctl.start(namesrvs);
+        return [fmt(h === "0.0.0.0" || h === "::" ? "127.0.0.1" : h, own.port)];
+      };
+      ctl.start(resolve(b.namesrvAddr));
       stops.push(() => ctl.stop());
+      targets.broker = ctl;
+      targets.resolveNamesrvAddr = resolve;
       ports.broker = bound.listen;
       ports.vip = bound.vip;
       ports.ha = bound.ha;
@@ -177,6 +199,7 @@ function startRole(config: Config, portsFile: string | undefined): Running {
       role: config.role,
       version: VERSION,
       startedAt,
+      config: () => runtime.describe(),
       ...(namesrv ? { namesrv: namesrv.info, namesrvAtRoot: !broker } : {}),
       ...(broker ? { broker: broker.info } : {}),
     });

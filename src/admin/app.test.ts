@@ -50,3 +50,11 @@ describe("admin app (in process)", () => {
     expect((await s.request("/topics/T/route")).status).toBe(404);
   });
 });
+
+describe("GET /config", () => {
+  test("serves what the config owner returns, read-only", async () => {
+    const app = buildAdminApp({ role: "namesrv", version: "1", startedAt: 0, namesrv: info, config: () => ({ config: { logLevel: "info" } }) });
+    expect(await (await app.request("/config")).json()).toEqual({ config: { logLevel: "info" } });
+    expect((await app.request("/config", { method: "PUT" })).status).toBe(404);
+  });
+});

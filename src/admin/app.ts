@@ -2,6 +2,8 @@
  * The admin HTTP API (Hono), built from the info functions of the components a process runs.
  * Layout:
  *   GET /health                      every role
+ *   GET /config                      every role: the configuration in force (read-only), its
+ *                                    DataVersion and the keys a SIGHUP or UPDATE_BROKER_CONFIG can change
  *   name server: /cluster /brokers /topics /topics/:topic/route   (also under /namesrv/...)
  *   broker:      /broker /topics /topics/:topic /groups /groups/:group
  * In standalone, the name server routes live under /namesrv/ so that broker routes (which arrive
@@ -23,6 +25,8 @@ export interface AdminAppDeps {
   broker?: BrokerInfo;
   /** Mount name server routes at the root too (role namesrv). */
   namesrvAtRoot?: boolean;
+  /** The effective configuration, as plain JSON-able data. */
+  config?: () => unknown;
 }
 
 export function buildAdminApp(deps: AdminAppDeps): Hono {
@@ -39,6 +43,8 @@ export function buildAdminApp(deps: AdminAppDeps): Hono {
     };
     return c.json({ status: "ok", role: deps.role, version: deps.version, uptimeMs: Date.now() - deps.startedAt, memory });
   });
+  const config = deps.config;
+  if (config) app.get("/config", (c) => c.json(config()));
   if (deps.broker) app.route("/", brokerRoutes(deps.broker));
   if (deps.namesrv) {
     const routes = namesrvRoutes(deps.namesrv);

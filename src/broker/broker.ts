@@ -15,6 +15,7 @@ import {
   SubscriptionGroupManager,
   TopicConfigManager,
   type MessageStoreOptions,
+  type StoreRuntimeOptions,
   type TopicConfig,
 } from "../commitlog/index.ts";
 import { createRequest, RemotingClient, RemotingServer, REMOTING_CLIENT_DEFAULTS, RequestCode, type RequestProcessor } from "../remoting/index.ts";
@@ -78,6 +79,37 @@ export interface BrokerOptions {
   transactionTimeOutMs?: number;
   transactionCheckMax?: number;
   now?: () => number;
+  /** GET_BROKER_CONFIG / UPDATE_BROKER_CONFIG (without it both answer REQUEST_CODE_NOT_SUPPORTED). */
+  configAccess?: BrokerConfigAccess;
+}
+
+/**
+ * What the broker can change while it runs (config reload, UPDATE_BROKER_CONFIG). Deciding what
+ * changed and logging it is the caller's job (src/runtime-config.ts); this only applies.
+ */
+export interface BrokerRuntimeOptions {
+  /** The name servers to register with from now on (standalone: already resolved to its own). */
+  namesrvAddr?: string[];
+  slaveReadEnable?: boolean;
+  haSlaveTimeoutMs?: number;
+  autoCreateTopicEnable?: boolean;
+  defaultTopicQueueNums?: number;
+  registerNameServerPeriodMs?: number;
+  maxMessageSizeBytes?: number;
+  pullHoldMaxMs?: number;
+  channelExpiredMs?: number;
+  transactionCheckIntervalMs?: number;
+  transactionTimeOutMs?: number;
+  transactionCheckMax?: number;
+  store?: StoreRuntimeOptions;
+}
+
+/** The broker configuration as the admin requests see it, owned by whoever owns the config. */
+export interface BrokerConfigAccess {
+  /** GET_BROKER_CONFIG: `key=value` lines and the DataVersion JSON. */
+  get(): { properties: string; version: string };
+  /** UPDATE_BROKER_CONFIG: apply a properties text; a refusal names the keys and why. */
+  update(properties: string, from: string): Promise<{ ok: true } | { ok: false; remark: string; permission: boolean }>;
 }
 
 export interface ReplicationInfo {
@@ -126,10 +158,14 @@ export class BrokerController {
   #master: { addr?: string; haAddr?: string } = {};
   /** Slave: when a metadata sync was last brought forward by a message of an unknown topic. */
   #earlySyncAt = 0;
+  /** Values a reload may change after start, read where they are used. */
+  readonly #live: { haSlaveTimeoutMs: number; channelExpiredMs: number };
+  #expiryTimer: ReturnType<typeof setInterval> | null = null;
 
   constructor(o: BrokerOptions) {
     this.#o = o;
     this.#now = o.now ?? Date.now;
+    this.#live = { haSlaveTimeoutMs: o.haSlaveTimeoutMs ?? 3000, channelExpiredMs: o.channelExpiredMs ?? 120_000 };
     const serverOpts = { host: o.host, frameSizeMaxBytes: o.frameSizeMaxBytes, connectionBufferMaxBytes: o.connectionBufferMaxBytes };
     this.#server = new RemotingServer({ ...serverOpts, port: o.port, log: scope("broker-remoting") });
     // With an ephemeral listen port the VIP channel gets its own ephemeral port.
@@ -284,7 +320,7 @@ export class BrokerController {
       [ConsumerManageProcessor.CODES, new ConsumerManageProcessor(ctx)],
       [TopicAdminProcessor.CODES, new TopicAdminProcessor(ctx)],
       [QueryMessageProcessor.CODES, new QueryMessageProcessor(ctx)],
-      [AdminProcessor.CODES, new AdminProcessor(ctx, ctx.stats)],
+      [AdminProcessor.CODES, new AdminProcessor(ctx, ctx.stats, undefined, o.configAccess)],
     ];
     for (const [codes, p] of processors) {
       this.#server.registerAll(codes, p);
@@ -306,17 +342,8 @@ export class BrokerController {
     if (o.brokerRole !== "SLAVE") schedule.start(ctx);
     // Check-backs come from the master only; a slave's half queue is a replica.
     tx.start();
-    const expiredMs = o.channelExpiredMs ?? 120_000;
-    this.#timers.push(
-      setInterval(
-        () => {
-          const now = this.#now();
-          for (const c of [...consumers.scanExpired(now, expiredMs), ...producers.scanExpired(now, expiredMs)]) c.close();
-        },
-        Math.min(10_000, expiredMs),
-      ),
-      setInterval(() => void this.#persistOffsetsAsync(), 5000),
-    );
+    this.#startExpiryScan();
+    this.#timers.push(setInterval(() => void this.#persistOffsetsAsync(), 5000));
 
     this.#registration = new NamesrvRegistration({
       client: this.#client,
@@ -347,6 +374,72 @@ export class BrokerController {
     this.#registration.start();
   }
 
+  /** Closes producer/consumer connections silent for channelExpiredMs (restarted when that changes). */
+  #startExpiryScan(): void {
+    const ctx = this.#need();
+    if (this.#expiryTimer) clearInterval(this.#expiryTimer);
+    const expiredMs = this.#live.channelExpiredMs;
+    this.#expiryTimer = setInterval(
+      () => {
+        const now = this.#now();
+        for (const c of [...ctx.consumers.scanExpired(now, expiredMs), ...ctx.producers.scanExpired(now, expiredMs)]) c.close();
+      },
+      Math.min(10_000, expiredMs),
+    );
+  }
+
+  /**
+   * Applies runtime-changeable settings to the running broker (config reload,
+   * UPDATE_BROKER_CONFIG). Only the fields present change. Resolves once a name server change
+   * has registered with the new ones and unregistered from the dropped ones.
+   */
+  async reconfigure(p: BrokerRuntimeOptions): Promise<void> {
+    const ctx = this.#need();
+    const s = ctx.settings;
+    if (p.maxMessageSizeBytes !== undefined) s.maxMessageSizeBytes = p.maxMessageSizeBytes;
+    if (p.slaveReadEnable !== undefined) s.slaveReadEnable = p.slaveReadEnable;
+    if (p.defaultTopicQueueNums !== undefined) s.defaultTopicQueueNums = p.defaultTopicQueueNums;
+    if (p.autoCreateTopicEnable !== undefined) {
+      s.autoCreateTopicEnable = p.autoCreateTopicEnable;
+      // Clients find a broker for a new topic through TBW102's route; it exists only when auto
+      // creation is on, so turning it on creates it (a slave's topics follow its master).
+      if (p.autoCreateTopicEnable && s.brokerRole !== "SLAVE") {
+        const added = ctx.topics.ensureSystemTopics({
+          clusterName: s.clusterName,
+          brokerName: s.brokerName,
+          autoCreateTopicEnable: true,
+          defaultTopicQueueNums: s.defaultTopicQueueNums,
+        });
+        if (added.length > 0) this.#registration?.topicsChanged();
+      }
+    }
+    if (p.pullHoldMaxMs !== undefined) {
+      s.pullHoldMaxMs = p.pullHoldMaxMs;
+      ctx.hold.setHoldMaxMs(p.pullHoldMaxMs);
+    }
+    if (p.haSlaveTimeoutMs !== undefined) this.#live.haSlaveTimeoutMs = p.haSlaveTimeoutMs;
+    if (p.channelExpiredMs !== undefined && p.channelExpiredMs !== this.#live.channelExpiredMs) {
+      this.#live.channelExpiredMs = p.channelExpiredMs;
+      if (this.#expiryTimer) this.#startExpiryScan();
+    }
+    const tx: Parameters<TransactionalMessageService["reconfigure"]>[0] = {};
+    if (p.transactionCheckIntervalMs !== undefined) tx.checkIntervalMs = p.transactionCheckIntervalMs;
+    if (p.transactionTimeOutMs !== undefined) tx.transactionTimeOutMs = p.transactionTimeOutMs;
+    if (p.transactionCheckMax !== undefined) tx.transactionCheckMax = p.transactionCheckMax;
+    if (p.store?.fileReservedTimeHours !== undefined) tx.maxAgeMs = p.store.fileReservedTimeHours * 3_600_000;
+    this.#tx?.reconfigure(tx);
+    const store: StoreRuntimeOptions = { ...p.store };
+    if (p.maxMessageSizeBytes !== undefined) store.maxMessageSizeBytes = p.maxMessageSizeBytes;
+    ctx.store.reconfigure(store);
+    if (p.registerNameServerPeriodMs !== undefined) this.#registration?.setPeriodMs(p.registerNameServerPeriodMs);
+    if (p.namesrvAddr !== undefined && this.#registration) {
+      const { added, removed } = await this.#registration.setNamesrvs(p.namesrvAddr);
+      if (added.length > 0 || removed.length > 0) {
+        this.#log.info(`name servers: registered with [${added.join(", ")}], unregistered from [${removed.join(", ")}]`);
+      }
+    }
+  }
+
   /** Master: stream the CommitLog to slaves (and wait for them in SYNC_MASTER). Slave: follow the master. */
   #startReplication(ctx: BrokerContext): void {
     const o = this.#o;
@@ -354,8 +447,7 @@ export class BrokerController {
     if (o.brokerRole !== "SLAVE") {
       ctx.store.onAppend = () => this.#ha.notifyNewData();
       if (o.brokerRole === "SYNC_MASTER") {
-        const timeout = o.haSlaveTimeoutMs ?? 3000;
-        ctx.store.replicaWait = (offset) => this.#ha.waitForAck(offset, timeout);
+        ctx.store.replicaWait = (offset) => this.#ha.waitForAck(offset, this.#live.haSlaveTimeoutMs);
       }
       return;
     }
@@ -452,6 +544,8 @@ export class BrokerController {
     await this.#registration?.unregisterAll();
     for (const t of this.#timers) clearInterval(t);
     this.#timers = [];
+    if (this.#expiryTimer) clearInterval(this.#expiryTimer);
+    this.#expiryTimer = null;
     this.#ctx?.hold.stop();
     // Let the answers to parked pulls leave before the connections close.
     await new Promise((r) => setTimeout(r, 0));

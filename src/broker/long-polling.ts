@@ -34,8 +34,14 @@ export class PullRequestHoldService {
   #timer: ReturnType<typeof setInterval> | null = null;
 
   constructor(o: HoldOptions) {
-    this.#o = o;
+    // A copy: setHoldMaxMs() changes it.
+    this.#o = { ...o };
     this.#now = o.now ?? Date.now;
+  }
+
+  /** Config reload: pulls parked from now on are held at most this long (those parked keep their deadline). */
+  setHoldMaxMs(ms: number): void {
+    this.#o.holdMaxMs = ms;
   }
 
   start(): void {

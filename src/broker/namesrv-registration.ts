@@ -31,11 +31,11 @@ const REGISTER_TIMEOUT_MS = 6000;
 
 export class NamesrvRegistration {
   readonly #client: RemotingClient;
-  readonly #namesrvs: string[];
+  #namesrvs: string[];
   readonly #id: RegistrationIdentity;
   readonly #topics: () => TopicConfigWrapper;
   readonly #log: Logger;
-  readonly #periodMs: number;
+  #periodMs: number;
   readonly #onResult: (r: RegisterResult) => void;
   #timer: ReturnType<typeof setInterval> | null = null;
   #pending: ReturnType<typeof setTimeout> | null = null;
@@ -53,7 +53,7 @@ export class NamesrvRegistration {
     onResult?: (r: RegisterResult) => void;
   }) {
     this.#client = o.client;
-    this.#namesrvs = o.namesrvs;
+    this.#namesrvs = [...o.namesrvs];
     this.#id = o.identity;
     this.#topics = o.topics;
     this.#periodMs = o.periodMs;
@@ -64,6 +64,40 @@ export class NamesrvRegistration {
   start(): void {
     void this.registerAll();
     this.#timer ??= setInterval(() => void this.registerAll(), this.#periodMs);
+  }
+
+  get namesrvs(): readonly string[] {
+    return this.#namesrvs;
+  }
+
+  /** Config reload: the next registrations follow the new period (the timer restarts now). */
+  setPeriodMs(ms: number): void {
+    if (ms === this.#periodMs) return;
+    this.#periodMs = ms;
+    if (this.#timer && !this.#stopped) {
+      clearInterval(this.#timer);
+      this.#timer = setInterval(() => void this.registerAll(), this.#periodMs);
+    }
+  }
+
+  /**
+   * Config reload: register with the new set at once and unregister from the name servers that
+   * were dropped, so they stop routing to this broker now instead of after their expiry scan.
+   * Name servers in both sets are left alone until the next periodic registration.
+   */
+  async setNamesrvs(next: readonly string[]): Promise<{ added: string[]; removed: string[] }> {
+    const before = this.#namesrvs;
+    const added = next.filter((a) => !before.includes(a));
+    const removed = before.filter((a) => !next.includes(a));
+    this.#namesrvs = [...next];
+    if (this.#stopped) return { added, removed };
+    const leave = async () => {
+      await this.#unregisterFrom(removed, REGISTER_TIMEOUT_MS);
+      // The connection would otherwise stay open to a name server we no longer use.
+      await Promise.all(removed.map((a) => this.#client.disconnect(a)));
+    };
+    await Promise.all([added.length > 0 ? this.#registerWith(added) : Promise.resolve([]), leave()]);
+    return { added, removed };
   }
 
   get lastSuccessAt(): number {
@@ -80,11 +114,15 @@ export class NamesrvRegistration {
   }
 
   async registerAll(): Promise<RegisterResult[]> {
+    return this.#registerWith(this.#namesrvs);
+  }
+
+  async #registerWith(namesrvs: readonly string[]): Promise<RegisterResult[]> {
     if (this.#stopped) return [];
     const body = jsonBytes({ filterServerList: [], topicConfigSerializeWrapper: this.#topics() });
     const crc = String(Bun.hash.crc32(body) & 0x7fffffff);
     const results = await Promise.all(
-      this.#namesrvs.map(async (addr): Promise<RegisterResult> => {
+      namesrvs.map(async (addr): Promise<RegisterResult> => {
         const req = createRequest(
           RequestCode.REGISTER_BROKER,
           {
@@ -128,8 +166,12 @@ export class NamesrvRegistration {
     if (this.#timer) clearInterval(this.#timer);
     if (this.#pending) clearTimeout(this.#pending);
     this.#timer = this.#pending = null;
+    await this.#unregisterFrom(this.#namesrvs, timeoutMs);
+  }
+
+  async #unregisterFrom(namesrvs: readonly string[], timeoutMs: number): Promise<void> {
     await Promise.all(
-      this.#namesrvs.map(async (addr) => {
+      namesrvs.map(async (addr) => {
         const req = createRequest(RequestCode.UNREGISTER_BROKER, {
           brokerName: this.#id.brokerName,
           brokerAddr: this.#id.brokerAddr,

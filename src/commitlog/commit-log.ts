@@ -88,7 +88,8 @@ export class CommitLog {
   #writeError: Error | null = null;
 
   constructor(opts: CommitLogOptions) {
-    this.#opts = opts;
+    // A copy: reconfigure() changes it, and the caller's object is not ours to change.
+    this.#opts = { ...opts };
     this.#now = opts.now ?? Date.now;
     this.#files = new MappedFileQueue(opts.dir, opts.segmentBytes);
     this.#lastThoroughFlushAt = this.#now();
@@ -103,6 +104,20 @@ export class CommitLog {
   startFlushService(): void {
     if (this.#opts.flushDiskType === "ASYNC_FLUSH" && !this.#flushTimer) {
       this.#flushTimer = setInterval(() => void this.periodicFlush(), this.#opts.flushIntervalMs);
+    }
+  }
+
+  /**
+   * Runtime change of the ASYNC_FLUSH policy (config reload). A new interval restarts the timer;
+   * least pages and the thorough interval are read on every tick anyway.
+   */
+  reconfigure(patch: Partial<Pick<CommitLogOptions, "flushIntervalMs" | "flushLeastPages" | "flushThoroughIntervalMs">>): void {
+    const intervalChanged = patch.flushIntervalMs !== undefined && patch.flushIntervalMs !== this.#opts.flushIntervalMs;
+    Object.assign(this.#opts, patch);
+    if (intervalChanged && this.#flushTimer) {
+      clearInterval(this.#flushTimer);
+      this.#flushTimer = null;
+      this.startFlushService();
     }
   }
 

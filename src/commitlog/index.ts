@@ -18,6 +18,7 @@ export {
   type TagCodeFilter,
   type RecoveryReport,
   type ReplicaWait,
+  type StoreRuntimeOptions,
 } from "./message-store.ts";
 export type { CorruptRange } from "./recovery.ts";
 export * from "./metadata.ts";

@@ -170,6 +170,37 @@ const HOUR_MS = 3_600_000;
 export const FLUSH_CONSUME_QUEUE_LEAST_PAGES_DEFAULT = 2;
 export const FLUSH_CONSUME_QUEUE_THOROUGH_INTERVAL_MS_DEFAULT = 60_000;
 
+/** The options MessageStore.reconfigure can change while the store runs. */
+export type StoreRuntimeOptions = Partial<
+  Pick<
+    MessageStoreOptions,
+    | "flushIntervalMs"
+    | "flushCommitLogLeastPages"
+    | "flushCommitLogThoroughIntervalMs"
+    | "flushConsumeQueueLeastPages"
+    | "flushConsumeQueueThoroughIntervalMs"
+    | "syncFlushTimeoutMs"
+    | "fileReservedTimeHours"
+    | "deleteWhen"
+    | "deleteCommitLogFilesIntervalMs"
+    | "diskMaxUsedSpaceRatio"
+    | "diskCriticalRatio"
+    | "maxTransferBytesOnMessageInMemory"
+    | "maxTransferCountOnMessageInMemory"
+    | "maxTransferBytesOnMessageInDisk"
+    | "maxTransferCountOnMessageInDisk"
+    | "accessMessageInMemoryMaxRatio"
+    | "accessMessageInMemoryMaxBytes"
+    | "maxMessageSizeBytes"
+  >
+>;
+
+/** How far behind the CommitLog tail data still counts as in memory (bytes). */
+function memoryHotBytes(o: Pick<MessageStoreOptions, "accessMessageInMemoryMaxBytes" | "accessMessageInMemoryMaxRatio">): number {
+  const hotBytes = o.accessMessageInMemoryMaxBytes ?? 0;
+  return hotBytes > 0 ? hotBytes : (totalmem() * o.accessMessageInMemoryMaxRatio) / 100;
+}
+
 export class MessageStore {
   readonly #o: MessageStoreOptions;
   readonly #now: () => number;
@@ -179,6 +210,8 @@ export class MessageStore {
   readonly #topicCache = new Map<string, Uint8Array>();
   #reputOffset = 0;
   #timers: ReturnType<typeof setInterval>[] = [];
+  /** The retention check's timer (also in #timers), restarted when its interval changes. */
+  #cleanTimer: ReturnType<typeof setInterval> | null = null;
   #diskFull = false;
   /** CommitLog ranges found damaged by recovery: never served, kept across restarts. */
   #corrupt: CorruptRange[] = [];
@@ -190,7 +223,7 @@ export class MessageStore {
   /** The last checkpoint written; an unchanged one is not written again. */
   #lastCheckpoint: Checkpoint | null = null;
   #dispatchError: Error | null = null;
-  readonly #memoryHotBytes: number;
+  #memoryHotBytes: number;
   recovery: RecoveryReport | null = null;
   /** Called after every successful append (the HA service streams new bytes to slaves). */
   onAppend: (() => void) | undefined = undefined;
@@ -198,7 +231,8 @@ export class MessageStore {
   replicaWait: ReplicaWait | undefined = undefined;
 
   private constructor(o: MessageStoreOptions) {
-    this.#o = o;
+    // A copy: reconfigure() changes it, and the caller's object is not ours to change.
+    this.#o = { ...o };
     this.#now = o.now ?? Date.now;
     this.commitLog = new CommitLog({
       dir: join(o.dir, "commitlog"),
@@ -210,8 +244,32 @@ export class MessageStore {
       now: this.#now,
     });
     this.#index = new IndexService({ dir: join(o.dir, "index"), slotNum: o.indexSlotNum, indexNum: o.indexNum, now: this.#now });
-    const hotBytes = o.accessMessageInMemoryMaxBytes ?? 0;
-    this.#memoryHotBytes = hotBytes > 0 ? hotBytes : (totalmem() * o.accessMessageInMemoryMaxRatio) / 100;
+    this.#memoryHotBytes = memoryHotBytes(o);
+  }
+
+  /**
+   * Runtime change of the options that are read as the store runs (config reload): flushing,
+   * retention, disk ratios, pull batch limits, the in-memory distance and the message size.
+   * Timers whose interval changed are restarted; the disk is checked again at once, so a new
+   * diskCriticalRatio decides the next put.
+   */
+  reconfigure(patch: StoreRuntimeOptions): void {
+    const o = this.#o;
+    const deleteIntervalChanged =
+      patch.deleteCommitLogFilesIntervalMs !== undefined && patch.deleteCommitLogFilesIntervalMs !== o.deleteCommitLogFilesIntervalMs;
+    Object.assign(o, patch);
+    this.commitLog.reconfigure({
+      flushIntervalMs: o.flushIntervalMs,
+      ...(o.flushCommitLogLeastPages !== undefined ? { flushLeastPages: o.flushCommitLogLeastPages } : {}),
+      ...(o.flushCommitLogThoroughIntervalMs !== undefined ? { flushThoroughIntervalMs: o.flushCommitLogThoroughIntervalMs } : {}),
+    });
+    this.#memoryHotBytes = memoryHotBytes(o);
+    if (deleteIntervalChanged && this.#cleanTimer && !this.#shutdown) {
+      clearInterval(this.#cleanTimer);
+      this.#cleanTimer = setInterval(() => this.cleanExpiredFiles(false), o.deleteCommitLogFilesIntervalMs);
+      this.#timers.push(this.#cleanTimer);
+    }
+    if (!this.#shutdown) this.#checkDisk();
   }
 
   /**
@@ -336,7 +394,8 @@ export class MessageStore {
     this.commitLog.startFlushService();
     this.#lastThoroughFlushAt = this.#now();
     this.#timers.push(setInterval(() => void this.checkpoint(), this.#o.checkpointIntervalMs ?? 1000));
-    this.#timers.push(setInterval(() => this.cleanExpiredFiles(false), this.#o.deleteCommitLogFilesIntervalMs));
+    this.#cleanTimer = setInterval(() => this.cleanExpiredFiles(false), this.#o.deleteCommitLogFilesIntervalMs);
+    this.#timers.push(this.#cleanTimer);
     this.#timers.push(setInterval(() => this.releaseColdMappings(), this.#o.releaseColdIntervalMs ?? 5000));
     this.#checkDisk();
   }

@@ -331,8 +331,8 @@ function unknownKey(name: string, section: string | undefined): string {
 // ---------------------------------------------------------------------------------------------
 // --print-config
 
-/** The effective config as YAML, keys in schema order, each with its doc as a comment. */
-export function toYaml(config: Config): string {
+/** The config as plain nested data in schema order, addresses as HOST:PORT strings (print, admin API). */
+export function toPlain(config: Config): Record<string, unknown> {
   const obj: Record<string, unknown> = {};
   for (const def of KEYS) {
     const [a, b] = def.key.split(".") as [string, string | undefined];
@@ -341,7 +341,12 @@ export function toYaml(config: Config): string {
     if (b === undefined) obj[a] = plain;
     else ((obj[a] ??= {}) as Record<string, unknown>)[b] = plain;
   }
-  const doc = new Document(obj);
+  return obj;
+}
+
+/** The effective config as YAML, keys in schema order, each with its doc as a comment. */
+export function toYaml(config: Config): string {
+  const doc = new Document(toPlain(config));
   doc.commentBefore = ` RocketBun effective configuration (role ${config.role}); load it back with --config`;
   for (const def of KEYS) {
     const path = def.key.split(".");

@@ -60,6 +60,8 @@ export interface Config {
     defaultTopicQueueNums: number;
     registerNameServerPeriodMs: number;
     maxMessageSizeBytes: number;
+    pullHoldMaxMs: number;
+    channelExpiredMs: number;
     /** RocketMQ's delay levels, e.g. "1s 5s 10s"; `parseMessageDelayLevel` reads it. */
     messageDelayLevel: string;
     transactionCheckIntervalMs: number;
@@ -151,6 +153,11 @@ export interface KeyDef {
   readonly unit?: "bytes" | "ms" | "hours" | "percent";
   /** Roles whose processes read this key; others accept it and ignore it. */
   readonly roles: readonly Role[];
+  /**
+   * The running process applies a change of this key on SIGHUP or UPDATE_BROKER_CONFIG
+   * (src/runtime-config.ts); any other key is reported as "needs a restart" and left as it is.
+   */
+  readonly live?: true;
   readonly doc: string;
   /** How the default is found when it is not a constant (role-dependent or derived). */
   readonly defaultDoc?: string;
@@ -187,7 +194,7 @@ const listenType: ValueType = { kind: "hostPort", minPort: 0, allowEmpty: false 
 export const KEYS: readonly KeyDef[] = [
   { key: "role", type: { kind: "enum", values: ROLES }, roles: ALL,
     doc: "which process to run; --role overrides it", defaultDoc: "none (required)" },
-  { key: "logLevel", type: { kind: "enum", values: LOG_LEVELS }, roles: ALL,
+  { key: "logLevel", live: true, type: { kind: "enum", values: LOG_LEVELS }, roles: ALL,
     doc: "lowest log level written" },
 
   { key: "remoting.frameSizeMaxBytes", type: int(1024), unit: "bytes", roles: ALL,
@@ -202,11 +209,11 @@ export const KEYS: readonly KeyDef[] = [
   { key: "namesrv.admin", type: listenType, roles: NAMESRV_ROLES,
     doc: "name server admin HTTP address",
     defaultDoc: "listen host, listen port + 1 (0 if listen port is 0)" },
-  { key: "namesrv.brokerExpiredMs", type: int(1), unit: "ms", roles: NAMESRV_ROLES,
+  { key: "namesrv.brokerExpiredMs", live: true, type: int(1), unit: "ms", roles: NAMESRV_ROLES,
     doc: "a broker that has not registered for this long is dropped from routes" },
-  { key: "namesrv.brokerScanIntervalMs", type: int(1), unit: "ms", roles: NAMESRV_ROLES,
+  { key: "namesrv.brokerScanIntervalMs", live: true, type: int(1), unit: "ms", roles: NAMESRV_ROLES,
     doc: "how often expired brokers are looked for" },
-  { key: "namesrv.orderMessageEnable", type: { kind: "bool" }, roles: NAMESRV_ROLES,
+  { key: "namesrv.orderMessageEnable", live: true, type: { kind: "bool" }, roles: NAMESRV_ROLES,
     doc: "copy the ORDER_TOPIC_CONFIG KV entry into topic routes" },
   { key: "namesrv.kvConfigPath", type: { kind: "path", allowEmpty: true }, roles: NAMESRV_ROLES,
     doc: "KV config file", defaultDoc: "\"\" = <store.dir>/namesrv/kvConfig.json" },
@@ -216,7 +223,7 @@ export const KEYS: readonly KeyDef[] = [
   { key: "broker.admin", type: listenType, roles: BROKER_ROLES,
     doc: "broker admin HTTP address",
     defaultDoc: "listen host, listen port - 1 (0 if listen port is 0)" },
-  { key: "broker.namesrvAddr", type: { kind: "hostPortList" }, roles: BROKER_ROLES,
+  { key: "broker.namesrvAddr", live: true, type: { kind: "hostPortList" }, roles: BROKER_ROLES,
     doc: "name servers to register with (list of HOST:PORT, or one \"A;B\" string)",
     defaultDoc: "[] (required for master/slave; standalone: its own name server)" },
   { key: "broker.brokerClusterName", type: { kind: "name" }, roles: BROKER_ROLES,
@@ -234,30 +241,34 @@ export const KEYS: readonly KeyDef[] = [
   { key: "broker.haMasterAddress", type: { kind: "hostPort", minPort: 1, allowEmpty: true },
     roles: ["slave"], doc: "slave only: the master's HA HOST:PORT",
     defaultDoc: "\"\" = learned from the name server" },
-  { key: "broker.slaveReadEnable", type: { kind: "bool" }, roles: BROKER_ROLES,
+  { key: "broker.slaveReadEnable", live: true, type: { kind: "bool" }, roles: BROKER_ROLES,
     doc: "pulls of data no longer in memory (see store.accessMessageInMemoryMaxRatio) are told to go to a slave" },
-  { key: "broker.haSlaveTimeoutMs", type: int(1), unit: "ms", roles: ["master", "standalone"],
+  { key: "broker.haSlaveTimeoutMs", live: true, type: int(1), unit: "ms", roles: ["master", "standalone"],
     doc: "SYNC_MASTER: how long a send waits for a slave's ack before answering FLUSH_SLAVE_TIMEOUT" },
   // A slave refuses chunks over 16 MiB (HA_CHUNK_MAX_BYTES in src/ha/transfer.ts).
   { key: "broker.haTransferBatchBytes", type: int(4096, HA_CHUNK_MAX_BYTES), unit: "bytes",
     roles: ["master", "standalone"], doc: "largest chunk of CommitLog bytes sent to a slave at once" },
-  { key: "broker.autoCreateTopicEnable", type: { kind: "bool" }, roles: BROKER_ROLES,
+  { key: "broker.autoCreateTopicEnable", live: true, type: { kind: "bool" }, roles: BROKER_ROLES,
     doc: "create a topic on first send instead of rejecting it",
     defaultDoc: "true for standalone, false for master/slave" },
-  { key: "broker.defaultTopicQueueNums", type: int(1, 1024), roles: BROKER_ROLES,
+  { key: "broker.defaultTopicQueueNums", live: true, type: int(1, 1024), roles: BROKER_ROLES,
     doc: "queues given to an auto-created topic" },
-  { key: "broker.registerNameServerPeriodMs", type: int(1000, 60000), unit: "ms",
+  { key: "broker.registerNameServerPeriodMs", live: true, type: int(1000, 60000), unit: "ms",
     roles: BROKER_ROLES, doc: "how often the broker registers with every name server" },
-  { key: "broker.maxMessageSizeBytes", type: int(1), unit: "bytes", roles: BROKER_ROLES,
+  { key: "broker.maxMessageSizeBytes", live: true, type: int(1), unit: "bytes", roles: BROKER_ROLES,
     doc: "largest message body accepted" },
+  { key: "broker.pullHoldMaxMs", live: true, type: int(0, 600_000), unit: "ms", roles: BROKER_ROLES,
+    doc: "longest a pull that found nothing is parked (long polling), whatever the client asks; 0 = answer at once" },
+  { key: "broker.channelExpiredMs", live: true, type: int(1000, 3_600_000), unit: "ms", roles: BROKER_ROLES,
+    doc: "a producer or consumer connection without a heartbeat for this long is closed" },
   { key: "broker.messageDelayLevel", type: { kind: "delayLevels" }, roles: BROKER_ROLES,
     doc: "delay of each level 1..18 (message property DELAY), e.g. \"1s 5s 10s\"; units ms, s, m, h, d" },
   // Transactions (RocketMQ BrokerConfig transactionCheckInterval / transactionTimeOut / transactionCheckMax).
-  { key: "broker.transactionCheckIntervalMs", type: int(100, 3_600_000), unit: "ms", roles: ["master", "standalone"],
+  { key: "broker.transactionCheckIntervalMs", live: true, type: int(100, 3_600_000), unit: "ms", roles: ["master", "standalone"],
     doc: "how often the half messages of open transactions are scanned for check-backs (master only)" },
-  { key: "broker.transactionTimeOutMs", type: int(0, 86_400_000), unit: "ms", roles: ["master", "standalone"],
+  { key: "broker.transactionTimeOutMs", live: true, type: int(0, 86_400_000), unit: "ms", roles: ["master", "standalone"],
     doc: "a half message is checked back once it is this old (its CHECK_IMMUNITY_TIME_IN_SECONDS property overrides)" },
-  { key: "broker.transactionCheckMax", type: int(1, 10_000), roles: ["master", "standalone"],
+  { key: "broker.transactionCheckMax", live: true, type: int(1, 10_000), roles: ["master", "standalone"],
     doc: "check-backs per half message before it is given up (moved to TRANS_CHECK_MAX_TIME_TOPIC)" },
 
   { key: "store.dir", type: { kind: "path", allowEmpty: false }, roles: ALL,
@@ -266,18 +277,18 @@ export const KEYS: readonly KeyDef[] = [
     roles: BROKER_ROLES, doc: "SYNC_FLUSH fsyncs before answering a send" },
   { key: "store.commitLogSegmentBytes", type: int(65536), unit: "bytes", roles: BROKER_ROLES,
     doc: "size of one CommitLog segment file" },
-  { key: "store.flushIntervalMs", type: int(1), unit: "ms", roles: BROKER_ROLES,
+  { key: "store.flushIntervalMs", live: true, type: int(1), unit: "ms", roles: BROKER_ROLES,
     doc: "ASYNC_FLUSH: how often dirty pages are flushed" },
   // Each fdatasync is a device flush; these keep a trickle of small writes from costing one per tick.
-  { key: "store.flushCommitLogLeastPages", type: int(0), roles: BROKER_ROLES,
+  { key: "store.flushCommitLogLeastPages", live: true, type: int(0), roles: BROKER_ROLES,
     doc: "ASYNC_FLUSH: a CommitLog segment is flushed on a tick only with this many dirty 4 KiB pages (or when full); 0 = always" },
-  { key: "store.flushCommitLogThoroughIntervalMs", type: int(0), unit: "ms", roles: BROKER_ROLES,
+  { key: "store.flushCommitLogThoroughIntervalMs", live: true, type: int(0), unit: "ms", roles: BROKER_ROLES,
     doc: "ASYNC_FLUSH: at least this often a tick flushes the CommitLog whatever flushCommitLogLeastPages says" },
-  { key: "store.flushConsumeQueueLeastPages", type: int(0), roles: BROKER_ROLES,
+  { key: "store.flushConsumeQueueLeastPages", live: true, type: int(0), roles: BROKER_ROLES,
     doc: "a ConsumeQueue file is flushed on the 1 s tick only with this many dirty 4 KiB pages (or when full); 0 = always" },
-  { key: "store.flushConsumeQueueThoroughIntervalMs", type: int(0), unit: "ms", roles: BROKER_ROLES,
+  { key: "store.flushConsumeQueueThoroughIntervalMs", live: true, type: int(0), unit: "ms", roles: BROKER_ROLES,
     doc: "at least this often (and at shutdown) every ConsumeQueue is flushed whatever flushConsumeQueueLeastPages says" },
-  { key: "store.syncFlushTimeoutMs", type: int(1), unit: "ms", roles: BROKER_ROLES,
+  { key: "store.syncFlushTimeoutMs", live: true, type: int(1), unit: "ms", roles: BROKER_ROLES,
     doc: "SYNC_FLUSH: how long a send waits for fsync before answering FLUSH_DISK_TIMEOUT" },
   { key: "store.checkCrcOnRecover", type: { kind: "bool" }, roles: BROKER_ROLES,
     doc: "check each record's body CRC when recovering the CommitLog after a crash" },
@@ -289,27 +300,27 @@ export const KEYS: readonly KeyDef[] = [
   // IndexFile entry 0 is never used, so a file needs 2 entries to hold one key.
   { key: "store.indexNum", type: int(2), roles: BROKER_ROLES,
     doc: "entries per IndexFile (20 bytes each); a file holds indexNum - 1 keys" },
-  { key: "store.fileReservedTimeHours", type: int(0), unit: "hours", roles: BROKER_ROLES,
+  { key: "store.fileReservedTimeHours", live: true, type: int(0), unit: "hours", roles: BROKER_ROLES,
     doc: "how long after its last write a CommitLog or ConsumeQueue file expires; 0 = at once" },
-  { key: "store.deleteWhen", type: { kind: "hoursOfDay" }, roles: BROKER_ROLES,
+  { key: "store.deleteWhen", live: true, type: { kind: "hoursOfDay" }, roles: BROKER_ROLES,
     doc: "hours of the day when expired files are deleted: two-digit hours joined by \";\", e.g. \"04;16\"" },
-  { key: "store.deleteCommitLogFilesIntervalMs", type: int(1), unit: "ms", roles: BROKER_ROLES,
+  { key: "store.deleteCommitLogFilesIntervalMs", live: true, type: int(1), unit: "ms", roles: BROKER_ROLES,
     doc: "how often the file retention check runs" },
-  { key: "store.diskMaxUsedSpaceRatio", type: num(0.1, 0.95), roles: BROKER_ROLES,
+  { key: "store.diskMaxUsedSpaceRatio", live: true, type: num(0.1, 0.95), roles: BROKER_ROLES,
     doc: "disk usage (fraction) above which the oldest files are deleted, expired or not" },
-  { key: "store.diskCriticalRatio", type: num(0.1, 0.99), roles: BROKER_ROLES,
+  { key: "store.diskCriticalRatio", live: true, type: num(0.1, 0.99), roles: BROKER_ROLES,
     doc: "disk usage (fraction, above diskMaxUsedSpaceRatio) above which writes are refused" },
-  { key: "store.maxTransferBytesOnMessageInMemory", type: int(1), unit: "bytes", roles: BROKER_ROLES,
+  { key: "store.maxTransferBytesOnMessageInMemory", live: true, type: int(1), unit: "bytes", roles: BROKER_ROLES,
     doc: "pull batch byte limit for data still in memory; a pull always returns at least one message" },
-  { key: "store.maxTransferCountOnMessageInMemory", type: int(1), roles: BROKER_ROLES,
+  { key: "store.maxTransferCountOnMessageInMemory", live: true, type: int(1), roles: BROKER_ROLES,
     doc: "pull batch message limit for data still in memory" },
-  { key: "store.maxTransferBytesOnMessageInDisk", type: int(1), unit: "bytes", roles: BROKER_ROLES,
+  { key: "store.maxTransferBytesOnMessageInDisk", live: true, type: int(1), unit: "bytes", roles: BROKER_ROLES,
     doc: "pull batch byte limit for data read from disk" },
-  { key: "store.maxTransferCountOnMessageInDisk", type: int(1), roles: BROKER_ROLES,
+  { key: "store.maxTransferCountOnMessageInDisk", live: true, type: int(1), roles: BROKER_ROLES,
     doc: "pull batch message limit for data read from disk" },
-  { key: "store.accessMessageInMemoryMaxRatio", type: int(1, 100), unit: "percent", roles: BROKER_ROLES,
+  { key: "store.accessMessageInMemoryMaxRatio", live: true, type: int(1, 100), unit: "percent", roles: BROKER_ROLES,
     doc: "data further than this share of physical RAM behind the CommitLog tail counts as on disk" },
-  { key: "store.accessMessageInMemoryMaxBytes", type: int(0), unit: "bytes", roles: BROKER_ROLES,
+  { key: "store.accessMessageInMemoryMaxBytes", live: true, type: int(0), unit: "bytes", roles: BROKER_ROLES,
     doc: "if > 0, this distance behind the CommitLog tail (instead of accessMessageInMemoryMaxRatio) counts as on disk",
     defaultDoc: "0 = accessMessageInMemoryMaxRatio percent of physical RAM" },
 ];
@@ -356,6 +367,8 @@ export function defaultConfig(role: Role): Config {
       defaultTopicQueueNums: 8,
       registerNameServerPeriodMs: 30000,
       maxMessageSizeBytes: 4 * MiB,
+      pullHoldMaxMs: 20000,
+      channelExpiredMs: 120000,
       messageDelayLevel: DEFAULT_MESSAGE_DELAY_LEVEL,
       transactionCheckIntervalMs: 60000,
       transactionTimeOutMs: 6000,

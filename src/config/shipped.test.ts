@@ -84,3 +84,20 @@ describe("shipped configs", () => {
     }
   });
 });
+
+describe("shipped configs list the reloadable keys", () => {
+  for (const [name, role] of Object.entries(ROLE_FILES)) {
+    test(`${name} lists exactly the live keys role ${role} reads`, () => {
+      const text = readFileSync(join(CONFIG_DIR, name), "utf8");
+      const start = text.indexOf("#   Reloadable: ");
+      expect(start).toBeGreaterThan(0);
+      const block = text.slice(start).split("\n\n")[0] ?? "";
+      const listed = block
+        .replace(/#\s+(Reloadable:)?/g, " ")
+        .split(/[\s,]+/)
+        .filter((k) => k !== "");
+      const expected = KEYS.filter((d) => d.live === true && d.roles.includes(role)).map((d) => d.key);
+      expect(listed).toEqual(expected);
+    });
+  }
+});

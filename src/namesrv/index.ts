@@ -1,3 +1,8 @@
-export { NamesrvController, type NamesrvInfo, type NamesrvOptions, type LiveBrokerInfo } from "./namesrv.ts";
+export { NamesrvController, type NamesrvInfo, type NamesrvOptions, type NamesrvRuntimeOptions, type LiveBrokerInfo } from "./namesrv.ts";
 export { RouteInfoManager, type TopicRouteData, type TopicConfig, type DataVersion, PERM_READ, PERM_WRITE } from "./route-info-manager.ts";
-export { encodeRegisterBrokerBody, encodeRegisterBrokerBodyCompressed, decodeRegisterBrokerBody, type RegisterBrokerBody } from "./register-broker-body.ts";
+export {
+  encodeRegisterBrokerBody,
+  encodeRegisterBrokerBodyCompressed,
+  decodeRegisterBrokerBody,
+  type RegisterBrokerBody,
+} from "./register-broker-body.ts";

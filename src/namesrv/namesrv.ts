@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { scope } from "../common/log.ts";
 import { RemotingServer } from "../remoting/index.ts";
 import { KvConfigManager } from "./kv-config.ts";
-import { NamesrvRequestProcessor } from "./processors.ts";
+import { NamesrvRequestProcessor, type NamesrvProcessorDeps } from "./processors.ts";
 import { RouteInfoManager, type TopicRouteData } from "./route-info-manager.ts";
 
 export interface NamesrvOptions {
@@ -43,8 +43,13 @@ export interface NamesrvInfo {
   topicRoute(topic: string): TopicRouteData | null;
 }
 
+/** What NamesrvController.reconfigure can change while it runs. */
+export type NamesrvRuntimeOptions = Partial<Pick<NamesrvOptions, "brokerExpiredMs" | "brokerScanIntervalMs" | "orderMessageEnable">>;
+
 export class NamesrvController {
   readonly #opts: NamesrvOptions;
+  /** The processor's deps, kept so a reload can change orderMessageEnable in place. */
+  readonly #deps: NamesrvProcessorDeps;
   readonly #log = scope("namesrv");
   readonly #routes = new RouteInfoManager();
   readonly #kv: KvConfigManager;
@@ -53,7 +58,8 @@ export class NamesrvController {
   #scanTimer: ReturnType<typeof setInterval> | null = null;
 
   constructor(opts: NamesrvOptions) {
-    this.#opts = opts;
+    // A copy: reconfigure() changes it.
+    this.#opts = { ...opts };
     this.#now = opts.now ?? Date.now;
     this.#kv = new KvConfigManager(opts.kvConfigPath || join(opts.storeDir, "namesrv", "kvConfig.json"));
     this.#server = new RemotingServer({
@@ -63,13 +69,14 @@ export class NamesrvController {
       connectionBufferMaxBytes: opts.connectionBufferMaxBytes,
       log: scope("namesrv-remoting"),
     });
-    const processor = new NamesrvRequestProcessor({
+    this.#deps = {
       routes: this.#routes,
       kv: this.#kv,
       orderMessageEnable: opts.orderMessageEnable,
       now: this.#now,
       log: this.#log,
-    });
+    };
+    const processor = new NamesrvRequestProcessor(this.#deps);
     this.#server.registerAll(processor.codes, processor);
     this.#server.onConnectionClose((conn) => {
       for (const addr of this.#routes.onConnectionClosed(conn.id)) {
@@ -84,6 +91,17 @@ export class NamesrvController {
     const port = this.#server.start();
     this.#scanTimer = setInterval(() => this.scanNotActiveBroker(), this.#opts.brokerScanIntervalMs);
     return port;
+  }
+
+  /** Config reload: expiry and scan interval (the scan timer restarts), ORDER_TOPIC_CONFIG in routes. */
+  reconfigure(patch: NamesrvRuntimeOptions): void {
+    const scanChanged = patch.brokerScanIntervalMs !== undefined && patch.brokerScanIntervalMs !== this.#opts.brokerScanIntervalMs;
+    Object.assign(this.#opts, patch);
+    if (patch.orderMessageEnable !== undefined) this.#deps.orderMessageEnable = patch.orderMessageEnable;
+    if (scanChanged && this.#scanTimer) {
+      clearInterval(this.#scanTimer);
+      this.#scanTimer = setInterval(() => this.scanNotActiveBroker(), this.#opts.brokerScanIntervalMs);
+    }
   }
 
   /** Drops brokers silent for longer than brokerExpiredMs (and closes their connections). */

@@ -11,6 +11,9 @@
  *   LOCK_BATCH_MQ (41) / UNLOCK_BATCH_MQ (42)   body {consumerGroup, clientId, mqSet}
  *   GET_TOPIC_STATS_INFO (202)                  topic → TopicStatsTable | TOPIC_NOT_EXIST
  *   GET_CONSUME_STATS (208)                     consumerGroup [, topic] → ConsumeStats
+ *   GET_BROKER_CONFIG (26)                      → body "key=value\n" lines, extFields version = DataVersion JSON
+ *   UPDATE_BROKER_CONFIG (25)                   body "key=value\n" lines → SUCCESS, or NO_PERMISSION for a
+ *                                               key that needs a restart, SYSTEM_ERROR for an unknown key or bad value
  *
  * A slave refuses the two subscription-group writes: its groups follow its master.
  */
@@ -37,6 +40,7 @@ import {
   topicStats,
   topicStatsBody,
 } from "../admin-bodies.ts";
+import type { BrokerConfigAccess } from "../broker.ts";
 import type { BrokerContext } from "../context.ts";
 import { RebalanceLockManager, type MessageQueue } from "../rebalance-lock.ts";
 import { BrokerStats } from "../stats.ts";
@@ -86,13 +90,16 @@ export class AdminProcessor implements RequestProcessor {
   readonly #ctx: BrokerContext;
   readonly #stats: BrokerStats;
   readonly #locks: RebalanceLockManager;
+  readonly #config: BrokerConfigAccess | undefined;
 
   /**
    * `stats` is the broker's BrokerStats, fed by the send and pull paths; `locks` the rebalance
-   * lock table (one per broker; only this processor uses it).
+   * lock table (one per broker; only this processor uses it); `config` reads and changes the
+   * broker configuration (the process's runtime config owns it).
    */
-  constructor(ctx: BrokerContext, stats?: BrokerStats, locks?: RebalanceLockManager) {
+  constructor(ctx: BrokerContext, stats?: BrokerStats, locks?: RebalanceLockManager, config?: BrokerConfigAccess) {
     this.#ctx = ctx;
+    this.#config = config;
     this.#stats = stats ?? new BrokerStats({ now: ctx.now });
     this.#locks = locks ?? new RebalanceLockManager({ now: ctx.now });
   }
@@ -110,9 +117,11 @@ export class AdminProcessor implements RequestProcessor {
     RequestCode.UNLOCK_BATCH_MQ,
     RequestCode.GET_TOPIC_STATS_INFO,
     RequestCode.GET_CONSUME_STATS,
+    RequestCode.GET_BROKER_CONFIG,
+    RequestCode.UPDATE_BROKER_CONFIG,
   ];
 
-  process(conn: RemotingConnection, cmd: RemotingCommand): RemotingCommand {
+  process(conn: RemotingConnection, cmd: RemotingCommand): RemotingCommand | Promise<RemotingCommand> {
     const ctx = this.#ctx;
     const ext = cmd.extFields;
     const ok = (body?: Uint8Array) => createResponse(cmd, ResponseCode.SUCCESS, undefined, undefined, body);
@@ -144,6 +153,13 @@ export class AdminProcessor implements RequestProcessor {
       case RequestCode.LOCK_BATCH_MQ:
       case RequestCode.UNLOCK_BATCH_MQ:
         return this.#lockBatch(cmd);
+      case RequestCode.GET_BROKER_CONFIG: {
+        if (!this.#config) return createResponse(cmd, ResponseCode.REQUEST_CODE_NOT_SUPPORTED, `request code ${cmd.code} not supported`);
+        const { properties, version } = this.#config.get();
+        return createResponse(cmd, ResponseCode.SUCCESS, undefined, { version }, encoder.encode(properties));
+      }
+      case RequestCode.UPDATE_BROKER_CONFIG:
+        return this.#updateConfig(conn, cmd);
       case RequestCode.GET_TOPIC_STATS_INFO: {
         const topic = reqString(ext, "topic");
         const tc = ctx.topics.get(topic);
@@ -156,6 +172,21 @@ export class AdminProcessor implements RequestProcessor {
         return ok(encoder.encode(consumeStatsBody(consumeStats(ctx, group, optString(ext, "topic")), 0)));
       }
     }
+  }
+
+  async #updateConfig(conn: RemotingConnection, cmd: RemotingCommand): Promise<RemotingCommand> {
+    if (!this.#config) return createResponse(cmd, ResponseCode.REQUEST_CODE_NOT_SUPPORTED, `request code ${cmd.code} not supported`);
+    // Like Java, an empty body changes nothing and succeeds.
+    if (!cmd.body || cmd.body.length === 0) return createResponse(cmd, ResponseCode.SUCCESS);
+    let text: string;
+    try {
+      text = new TextDecoder("utf-8", { fatal: true }).decode(cmd.body);
+    } catch {
+      return createResponse(cmd, ResponseCode.SYSTEM_ERROR, "the body is not UTF-8 text");
+    }
+    const r = await this.#config.update(text, conn.remoteAddress);
+    if (r.ok) return createResponse(cmd, ResponseCode.SUCCESS);
+    return createResponse(cmd, r.permission ? ResponseCode.NO_PERMISSION : ResponseCode.SYSTEM_ERROR, r.remark);
   }
 
   #updateGroup(conn: RemotingConnection, cmd: RemotingCommand): RemotingCommand {

@@ -167,9 +167,18 @@ export class TransactionalMessageService {
   constructor(o: TransactionOptions, log: Logger, divert?: DivertHook) {
     if (!(o.checkIntervalMs > 0) || !(o.transactionTimeOutMs >= 0) || !(o.transactionCheckMax >= 1))
       throw new Error(`transaction: bad options ${JSON.stringify(o)}`);
-    this.#o = o;
+    // A copy: reconfigure() changes it.
+    this.#o = { ...o };
     this.#log = log;
     this.#divert = divert;
+  }
+
+  /**
+   * Config reload. Each check pass reads these, so the next pass uses them; a pass already
+   * waiting keeps its old delay once (at most the old checkIntervalMs).
+   */
+  reconfigure(patch: Partial<Pick<TransactionOptions, "checkIntervalMs" | "transactionTimeOutMs" | "transactionCheckMax" | "maxAgeMs">>): void {
+    Object.assign(this.#o, patch);
   }
 
   /** Binds the broker's state; call once the store is open. Loads resolved transactions. */
