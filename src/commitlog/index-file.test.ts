@@ -15,6 +15,7 @@ import {
   indexFileSizeBytes,
   indexKey,
   indexKeyHash,
+  topicKeyHash,
 } from "./index-file.ts";
 
 /** String.hashCode straight from its definition, in exact arithmetic reduced mod 2^32. */
@@ -448,5 +449,22 @@ describe("damaged files", () => {
       }
       f.close();
     }
+  });
+});
+
+describe("topicKeyHash", () => {
+  test("equals indexKeyHash(indexKey(topic, key)) for any strings, non-ASCII and MIN_VALUE folds included", () => {
+    let seed = 12345;
+    const rnd = () => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0);
+    const alphabet = ["a", "Z", "0", "#", "%", "é", "中", "😀", "-", "_"];
+    for (let i = 0; i < 2000; i++) {
+      const word = (n: number) => Array.from({ length: n }, () => alphabet[rnd() % alphabet.length]).join("");
+      const topic = word(1 + (rnd() % 12));
+      const key = word(rnd() % 40);
+      expect(topicKeyHash(topic, key)).toBe(indexKeyHash(indexKey(topic, key)));
+    }
+    // The same topic again (cached prefix) still agrees.
+    expect(topicKeyHash("T", "k")).toBe(indexKeyHash("T#k"));
+    expect(topicKeyHash("T", "")).toBe(indexKeyHash("T#"));
   });
 });

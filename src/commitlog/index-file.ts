@@ -100,6 +100,24 @@ export function indexKeyHash(key: string): number {
   return h === INT32_MIN ? 0 : Math.abs(h);
 }
 
+const prefixHashes = new Map<string, number>();
+
+/**
+ * indexKeyHash(indexKey(topic, key)) without building the string (this runs for every stored
+ * message): Java's String.hashCode folds left, so the `topic#` prefix is hashed once per topic and
+ * the fold goes on over the key.
+ */
+export function topicKeyHash(topic: string, key: string): number {
+  let h = prefixHashes.get(topic);
+  if (h === undefined) {
+    if (prefixHashes.size >= 65536) prefixHashes.clear();
+    h = javaStringHashCode(`${topic}#`);
+    prefixHashes.set(topic, h);
+  }
+  for (let i = 0; i < key.length; i++) h = (Math.imul(31, h) + key.charCodeAt(i)) | 0;
+  return h === INT32_MIN ? 0 : Math.abs(h);
+}
+
 /** The string RocketMQ hashes for a lookup: the key is only unique within its topic. */
 export function indexKey(topic: string, key: string): string {
   return `${topic}#${key}`;
@@ -257,12 +275,16 @@ export class IndexFile {
    * rolls to a new file.
    */
   putKey(key: string, phyOffset: number, storeTimestamp: number): boolean {
+    return this.putHash(indexKeyHash(key), phyOffset, storeTimestamp);
+  }
+
+  /** putKey with the key's hash already computed (indexKeyHash / topicKeyHash). */
+  putHash(hash: number, phyOffset: number, storeTimestamp: number): boolean {
     const view = this.#open();
     if (!Number.isSafeInteger(phyOffset) || phyOffset < 0) throw new RangeError(`phyOffset ${phyOffset} is not a valid offset`);
     if (!Number.isSafeInteger(storeTimestamp) || storeTimestamp < 0) throw new RangeError(`storeTimestamp ${storeTimestamp} is not valid`);
     if (this.isFull()) return false;
 
-    const hash = indexKeyHash(key);
     const slotPos = INDEX_HEADER_SIZE_BYTES + (hash % this.slotNum) * INDEX_SLOT_SIZE_BYTES;
     const n = this.#indexCount;
     // A slot value that does not name a written entry is garbage (e.g. from a torn file); start a

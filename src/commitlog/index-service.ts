@@ -25,7 +25,7 @@
  */
 import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, unlinkSync } from "node:fs";
 import { join } from "node:path";
-import { assertIndexGeometry, INDEX_NUM_DEFAULT, INDEX_SLOT_NUM_DEFAULT, IndexFile, indexKey } from "./index-file.ts";
+import { assertIndexGeometry, INDEX_NUM_DEFAULT, INDEX_SLOT_NUM_DEFAULT, IndexFile, indexKey, topicKeyHash } from "./index-file.ts";
 
 /** yyyyMMddHHmmssSSS: 17 digits. */
 export const INDEX_FILE_NAME_DIGITS = 17;
@@ -193,20 +193,28 @@ export class IndexService {
     this.#assertWritable();
     const tx = rec.sysFlag & TRANSACTION_MASK;
     if (tx === TRANSACTION_PREPARED_TYPE || tx === TRANSACTION_ROLLBACK_TYPE) return;
-    const keys = new Set<string>();
-    if (rec.uniqKey !== undefined && rec.uniqKey.length > 0) keys.add(rec.uniqKey);
-    if (rec.keys !== undefined) for (const k of rec.keys.split(KEY_SEPARATOR)) if (k.length > 0) keys.add(k);
-    if (keys.size === 0) return;
+    // Most messages carry only a UNIQ_KEY: no set, no split for them.
+    let keys: Iterable<string>;
+    if (rec.keys === undefined) {
+      if (rec.uniqKey === undefined || rec.uniqKey.length === 0) return;
+      keys = [rec.uniqKey];
+    } else {
+      const set = new Set<string>();
+      if (rec.uniqKey !== undefined && rec.uniqKey.length > 0) set.add(rec.uniqKey);
+      for (const k of rec.keys.split(KEY_SEPARATOR)) if (k.length > 0) set.add(k);
+      if (set.size === 0) return;
+      keys = set;
+    }
 
     try {
       let file = this.#writableFile();
       if (rec.phyOffset < file.endPhyOffset) return;
       for (const k of keys) {
-        const key = indexKey(rec.topic, k);
-        if (file.putKey(key, rec.phyOffset, rec.storeTimestamp)) continue;
+        const hash = topicKeyHash(rec.topic, k);
+        if (file.putHash(hash, rec.phyOffset, rec.storeTimestamp)) continue;
         file = this.#roll();
         // A fresh file holds indexNum - 1 >= 1 keys, so this cannot fail unless the code is wrong.
-        if (!file.putKey(key, rec.phyOffset, rec.storeTimestamp)) throw new Error(`fresh index file ${file.path} refused a key`);
+        if (!file.putHash(hash, rec.phyOffset, rec.storeTimestamp)) throw new Error(`fresh index file ${file.path} refused a key`);
       }
     } catch (e) {
       throw this.#fail(e);

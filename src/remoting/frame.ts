@@ -72,18 +72,19 @@ export function encodeCommand(cmd: RemotingCommand): Uint8Array {
   };
   if (cmd.remark !== undefined) h.remark = cmd.remark;
   if (cmd.extFields !== undefined) h.extFields = cmd.extFields;
-  // JSON headers are encoded straight into the frame (encodeInto): no separate header array.
+  // JSON headers are encoded straight into the frame (Buffer.write): no separate header array.
   const binary = cmd.serializeType === SerializeType.ROCKETMQ ? encodeRocketmqHeader(h) : null;
   const text = binary === null ? encodeJsonHeaderText(h) : "";
   const headerLength = binary !== null ? binary.length : Buffer.byteLength(text, "utf8");
   const parts = cmd.body ? undefined : cmd.bodyParts;
   let bodyLength = cmd.body?.length ?? 0;
   if (parts) for (const p of parts) bodyLength += p.length;
-  const out = new Uint8Array(FRAME_PREFIX_SIZE + headerLength + bodyLength);
+  // Uninitialised memory is fine: every byte is written below (prefix, header, body).
+  const out: Uint8Array = Buffer.allocUnsafe(FRAME_PREFIX_SIZE + headerLength + bodyLength);
   writeUint32(out, 0, FRAME_HEADER_LENGTH_FIELD_SIZE + headerLength + bodyLength);
   writeUint32(out, 4, (((cmd.serializeType & 0xff) << 24) | headerLength) >>> 0);
   if (binary !== null) out.set(binary, FRAME_PREFIX_SIZE);
-  else utf8Encoder.encodeInto(text, out.subarray(FRAME_PREFIX_SIZE, FRAME_PREFIX_SIZE + headerLength));
+  else (out as Buffer).write(text, FRAME_PREFIX_SIZE, headerLength, "utf8");
   if (cmd.body) out.set(cmd.body, FRAME_PREFIX_SIZE + headerLength);
   else if (parts) {
     let pos = FRAME_PREFIX_SIZE + headerLength;
@@ -94,8 +95,6 @@ export function encodeCommand(cmd: RemotingCommand): Uint8Array {
   }
   return out;
 }
-
-const utf8Encoder = new TextEncoder();
 
 /** Big-endian, by hand: no DataView (and so no ArrayBuffer materialised) per frame. */
 function writeUint32(b: Uint8Array, p: number, n: number): void {

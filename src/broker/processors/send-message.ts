@@ -223,6 +223,9 @@ export class SendMessageProcessor implements RequestProcessor {
         return this.#response(cmd, result, queueId);
       }
       const wait = props[MessageConst.WAIT] !== "false";
+      // WAIT steers only this send; Java drops it from the stored string. `props` is this
+      // request's own parse, so it is dropped in place (no copy on the hot path).
+      delete props[MessageConst.WAIT];
       let topic = h.topic;
       let qid = queueId;
       let dlq = false;
@@ -237,9 +240,9 @@ export class SendMessageProcessor implements RequestProcessor {
           delete props[MessageConst.DELAY];
         }
       }
-      let req = this.#request(h, topic, qid, h.flag, body, withoutWait(props), bornHost, wait);
+      let req = this.#request(h, topic, qid, h.flag, body, props, bornHost, wait);
       if (tc.topicFilterType === "MULTI_TAG") req.sysFlag |= SysFlag.MULTI_TAGS;
-      if (!dlq) req = this.#schedule?.divert(req, withoutWait(props)) ?? req;
+      if (!dlq) req = this.#schedule?.divert(req, props) ?? req;
       reqs = [req];
     }
     const result = await ctx.store.putMessages(reqs);
