@@ -170,11 +170,18 @@ export class E2E {
     this.lat = new Float64Array(total);
     this.seen = new Uint8Array(total);
   }
+  /** Sequence number of un-timed warm-up messages: counted apart, never recorded. */
+  static readonly WARMUP_SEQ = 0xffffffff;
+  warmupSeen = 0;
   onBody(b: Uint8Array): void {
     const t = now();
     const dv = new DataView(b.buffer, b.byteOffset, b.byteLength);
     const stamp = dv.getFloat64(0, true);
     const seq = dv.getUint32(8, true);
+    if (seq === E2E.WARMUP_SEQ) {
+      this.warmupSeen++;
+      return;
+    }
     if (seq >= this.total || this.seen[seq]) {
       this.dups++;
       return;
@@ -182,6 +189,11 @@ export class E2E {
     this.seen[seq] = 1;
     this.lat[this.count++] = t - stamp;
     if (this.count === this.total && this.#done) this.#done();
+  }
+  /** Resolves once `n` warm-up messages arrived (or after timeoutMs). */
+  async waitWarmup(n: number, timeoutMs: number): Promise<void> {
+    const deadline = now() + timeoutMs;
+    while (this.warmupSeen < n && now() < deadline) await new Promise((r) => setTimeout(r, 10));
   }
   wait(timeoutMs: number): Promise<boolean> {
     if (this.count === this.total) return Promise.resolve(true);

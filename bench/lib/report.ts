@@ -284,7 +284,7 @@ export function buildReport(input: ReportInput): Report {
   p();
   p(
     `Mode **${input.mode}**: ${int(prm.msgs)} messages per workload, ${prm.inflight} in flight, ${prm.body} B bodies (W4 ${prm.smallBody} B), ` +
-      `W3 at ${int(prm.e2eRate)} msgs/s for ${prm.e2eSecs} s, W5 batches of ${prm.sendBatch}, W6 ${int(prm.w6Topics)} topics × ${prm.w6Queues} queues, ` +
+      `W3 at ${int(prm.e2eRate)} msgs/s for ${prm.e2eSecs} s (after 1 s of un-timed warm-up at the same rate), W5 batches of ${prm.sendBatch}, W6 ${int(prm.w6Topics)} topics × ${prm.w6Queues} queues, ` +
       `${int(prm.warmup)} un-timed warm-up sends. Run ${input.started} → ${input.finished}.`,
   );
   const mc = input.machine;
