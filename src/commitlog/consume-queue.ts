@@ -17,6 +17,7 @@
  * never claims them, and recovery rewrites them from the CommitLog.
  */
 import { join } from "node:path";
+import type { StoreDisk } from "./disk.ts";
 import { MappedFileQueue } from "./mapped-file-queue.ts";
 import { OS_PAGE_BYTES } from "./mapped-file.ts";
 
@@ -53,10 +54,10 @@ export class ConsumeQueue {
   /** End (offset + size) of the last CommitLog record indexed here; -1 when empty. */
   maxPhysicOffset = -1;
 
-  constructor(rootDir: string, topic: string, queueId: number, unitsPerFile = CQ_UNITS_PER_FILE_DEFAULT) {
+  constructor(rootDir: string, topic: string, queueId: number, unitsPerFile = CQ_UNITS_PER_FILE_DEFAULT, disk?: StoreDisk) {
     this.topic = topic;
     this.queueId = queueId;
-    this.#files = new MappedFileQueue(join(rootDir, topic, String(queueId)), unitsPerFile * CQ_UNIT_SIZE);
+    this.#files = new MappedFileQueue(join(rootDir, topic, String(queueId)), unitsPerFile * CQ_UNIT_SIZE, disk);
   }
 
   /** Maps existing files and finds the last written unit. Returns problems found. */
