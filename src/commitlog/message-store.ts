@@ -377,8 +377,8 @@ export class MessageStore {
    * once per flushConsumeQueueThoroughIntervalMs (and at shutdown): with 10,000 queues each taking
    * a unit now and then, flushing every dirty file each second cost one device flush per message.
    *
-   * The checkpoint then claims only what is durable: dispatchedOffset is the lowest CommitLog
-   * offset whose unit is still unflushed in some queue (units of one queue are in CommitLog order,
+   * The checkpoint then claims only what is durable: dispatchedOffset is at most the CommitLog's
+   * flushed offset, and at most the lowest CommitLog offset whose unit is still unflushed in some queue (units of one queue are in CommitLog order,
    * so every record below it has a durable unit), or everything dispatched when none is. Only the
    * queues written since their last full flush are looked at, not all of them.
    */
@@ -399,7 +399,10 @@ export class MessageStore {
         await Promise.all(due);
         const indexTs = await this.#index.flushAsync();
         if (this.#shutdown) return;
-        let durable = Math.min(dispatched, this.commitLog.maxOffset);
+        // Never past the CommitLog's durable end: recovery verifies only from the segment holding
+        // dispatchedOffset on, so a claim past unflushed CommitLog bytes would let a torn record
+        // in an earlier segment through unverified (found by test/sim).
+        let durable = Math.min(dispatched, this.commitLog.flushedOffset);
         for (const q of this.#unflushedQueues) {
           const phy = q.firstUnflushedPhyOffset();
           if (phy === undefined) this.#unflushedQueues.delete(q);
