@@ -187,12 +187,18 @@ export class ConsumeQueue {
     this.#minLogicOffset = off * CQ_UNIT_SIZE;
   }
 
-  /** Recovery: drops units pointing at or past `phyOffset` (the CommitLog was truncated there). */
-  truncateDirty(phyOffset: number): void {
+  /**
+   * Recovery: drops units from the end until one points below `phyOffset` (the CommitLog was
+   * truncated there) and, when `verify` is given, names its record in the CommitLog. Without the
+   * check a torn unit (never flushed, garbage after a crash) whose offset happened to fall below
+   * the end survived recovery and pointed consumers at a wrong record (found by test/sim).
+   */
+  truncateDirty(phyOffset: number, verify?: (cqOffset: number, phyOffset: number, size: number) => boolean): void {
     let off = this.maxOffset;
     while (off > this.minOffset) {
       const u = this.get(off - 1);
-      if (u && (u.size === CQ_FILLER_SIZE || u.phyOffset + u.size <= phyOffset)) break;
+      if (u && u.size === CQ_FILLER_SIZE) break;
+      if (u && u.phyOffset >= 0 && u.phyOffset + u.size <= phyOffset && (!verify || verify(off - 1, u.phyOffset, u.size))) break;
       off--;
     }
     this.#files.truncateDirty(off * CQ_UNIT_SIZE);

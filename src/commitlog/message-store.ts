@@ -296,7 +296,7 @@ export class MessageStore {
     this.#index.dropFilesAbove(scan.endOffset);
     const clMin = this.commitLog.minOffset;
     for (const cq of this.#allQueues()) {
-      cq.truncateDirty(scan.endOffset);
+      cq.truncateDirty(scan.endOffset, abnormal ? (off, phy, size) => this.#unitNamesRecord(cq, off, phy, size) : undefined);
       cq.correctMinOffset(clMin);
       this.commitLog.setNextQueueOffset(cq.topic, cq.queueId, cq.maxOffset);
     }
@@ -310,6 +310,23 @@ export class MessageStore {
       corruptRanges: scan.corruptRanges,
       problems,
     };
+  }
+
+  /** Whether the CommitLog holds, at `phy`, the record a unit of `cq` at `cqOffset` describes. */
+  #unitNamesRecord(cq: ConsumeQueue, cqOffset: number, phy: number, size: number): boolean {
+    const f = this.commitLog.segmentFor(phy);
+    if (!f) return false;
+    const pos = phy - f.fileFromOffset;
+    if (pos + size > f.wrotePosition || size < 8) return false;
+    const r = decodeRecordAt(f.buf.subarray(0, pos + size), pos, { checkCrc: false, readBody: false });
+    return (
+      "totalSize" in r &&
+      r.totalSize === size &&
+      r.physicalOffset === phy &&
+      r.queueId === cq.queueId &&
+      r.queueOffset === cqOffset &&
+      r.topic === cq.topic
+    );
   }
 
   /** Merges newly found damage with what earlier runs recorded, and persists the list. */
