@@ -16,8 +16,7 @@
  * A checkpoint whose magic, version, size or CRC is wrong is treated as absent: recovery then
  * scans the whole CommitLog, which is slower but never wrong.
  */
-import { existsSync, readFileSync } from "node:fs";
-import { writeFileAtomic, writeFileAtomicAsync } from "../common/atomic-file.ts";
+import { nodeDisk, type StoreDisk } from "./disk.ts";
 
 export const CHECKPOINT_MAGIC = 0x52424350; // "RBCP"
 export const CHECKPOINT_VERSION = 1;
@@ -68,16 +67,16 @@ export function decodeCheckpoint(bytes: Uint8Array): Checkpoint | { invalid: str
   };
 }
 
-export function readCheckpoint(path: string): Checkpoint | { invalid: string } | null {
-  if (!existsSync(path)) return null;
-  return decodeCheckpoint(new Uint8Array(readFileSync(path)));
+export function readCheckpoint(path: string, disk: StoreDisk = nodeDisk): Checkpoint | { invalid: string } | null {
+  const bytes = disk.readFile(path);
+  return bytes === null ? null : decodeCheckpoint(bytes);
 }
 
-export function writeCheckpoint(path: string, c: Checkpoint): void {
-  writeFileAtomic(path, encodeCheckpoint(c));
+export function writeCheckpoint(path: string, c: Checkpoint, disk: StoreDisk = nodeDisk): void {
+  disk.writeFileAtomic(path, encodeCheckpoint(c));
 }
 
 /** writeCheckpoint off the event loop (the periodic checkpoint; shutdown uses the sync one). */
-export function writeCheckpointAsync(path: string, c: Checkpoint): Promise<void> {
-  return writeFileAtomicAsync(path, encodeCheckpoint(c));
+export function writeCheckpointAsync(path: string, c: Checkpoint, disk: StoreDisk = nodeDisk): Promise<void> {
+  return disk.writeFileAtomicAsync(path, encodeCheckpoint(c));
 }

@@ -18,6 +18,8 @@
  * next one (group commit). Queue offsets per topic-queue are assigned here, at append time, so
  * that a record on disk always carries its final queue offset.
  */
+import { systemClock, type Clock, type TimerHandle } from "../common/clock.ts";
+import type { StoreDisk } from "./disk.ts";
 import { MappedFileQueue } from "./mapped-file-queue.ts";
 import type { MappedFile } from "./mapped-file.ts";
 import {
@@ -49,6 +51,10 @@ export interface CommitLogOptions {
    */
   writeMode?: "mmap" | "pwrite";
   now?: () => number;
+  /** Timers and (unless `now` is given) the time; default the system clock. */
+  clock?: Clock;
+  /** Default: the real disk (node:fs, Bun.mmap). */
+  disk?: StoreDisk;
 }
 
 /** A record to append: the layout's input plus the topic as a string (for queue offsets). */
@@ -74,12 +80,13 @@ export class CommitLog {
   readonly #opts: CommitLogOptions;
   readonly #files: MappedFileQueue;
   readonly #now: () => number;
+  readonly #clock: Clock;
   /** `${topic}-${queueId}` → next queue offset. */
   readonly #queueOffsets = new Map<string, number>();
   #flushedOffset = 0;
   #flushing: Promise<void> | null = null;
-  #waiters: { offset: number; resolve: (ok: boolean) => void; timer: ReturnType<typeof setTimeout> | null }[] = [];
-  #flushTimer: ReturnType<typeof setInterval> | null = null;
+  #waiters: { offset: number; resolve: (ok: boolean) => void; timer: TimerHandle | null }[] = [];
+  #flushTimer: TimerHandle | null = null;
   #lastThoroughFlushAt = 0;
   readonly #staged: boolean;
   /** The commit of the current event-loop turn's appends, run as a microtask (one pwrite). */
@@ -90,8 +97,10 @@ export class CommitLog {
   constructor(opts: CommitLogOptions) {
     // A copy: reconfigure() changes it, and the caller's object is not ours to change.
     this.#opts = { ...opts };
-    this.#now = opts.now ?? Date.now;
-    this.#files = new MappedFileQueue(opts.dir, opts.segmentBytes);
+    const clock = opts.clock ?? systemClock;
+    this.#clock = clock;
+    this.#now = opts.now ?? (clock === systemClock ? Date.now : () => clock.now());
+    this.#files = new MappedFileQueue(opts.dir, opts.segmentBytes, opts.disk);
     this.#lastThoroughFlushAt = this.#now();
     this.#staged = (opts.writeMode ?? "pwrite") === "pwrite";
   }
@@ -103,7 +112,7 @@ export class CommitLog {
 
   startFlushService(): void {
     if (this.#opts.flushDiskType === "ASYNC_FLUSH" && !this.#flushTimer) {
-      this.#flushTimer = setInterval(() => void this.periodicFlush(), this.#opts.flushIntervalMs);
+      this.#flushTimer = this.#clock.setInterval(() => void this.periodicFlush(), this.#opts.flushIntervalMs);
     }
   }
 
@@ -115,7 +124,7 @@ export class CommitLog {
     const intervalChanged = patch.flushIntervalMs !== undefined && patch.flushIntervalMs !== this.#opts.flushIntervalMs;
     Object.assign(this.#opts, patch);
     if (intervalChanged && this.#flushTimer) {
-      clearInterval(this.#flushTimer);
+      this.#clock.clearInterval(this.#flushTimer);
       this.#flushTimer = null;
       this.startFlushService();
     }
@@ -327,8 +336,8 @@ export class CommitLog {
   waitForFlush(offset: number, timeoutMs: number): Promise<boolean> {
     if (offset <= this.#flushedOffset) return Promise.resolve(true);
     return new Promise((resolve) => {
-      const w = { offset, resolve, timer: null as ReturnType<typeof setTimeout> | null };
-      w.timer = setTimeout(() => {
+      const w = { offset, resolve, timer: null as TimerHandle | null };
+      w.timer = this.#clock.setTimeout(() => {
         this.#waiters = this.#waiters.filter((x) => x !== w);
         resolve(false);
       }, timeoutMs);
@@ -378,7 +387,7 @@ export class CommitLog {
     const done = this.#waiters.filter((w) => w.offset <= this.#flushedOffset);
     this.#waiters = this.#waiters.filter((w) => w.offset > this.#flushedOffset);
     for (const w of done) {
-      if (w.timer) clearTimeout(w.timer);
+      if (w.timer) this.#clock.clearTimeout(w.timer);
       w.resolve(true);
     }
     if (again && this.#waiters.length > 0 && !this.#writeError) void this.flush();
@@ -419,10 +428,10 @@ export class CommitLog {
   }
 
   close(): void {
-    if (this.#flushTimer) clearInterval(this.#flushTimer);
+    if (this.#flushTimer) this.#clock.clearInterval(this.#flushTimer);
     this.#flushTimer = null;
     for (const w of this.#waiters.splice(0)) {
-      if (w.timer) clearTimeout(w.timer);
+      if (w.timer) this.#clock.clearTimeout(w.timer);
       w.resolve(false);
     }
     this.#files.close();

@@ -29,6 +29,9 @@ function open(dir: string, clock: { t: number }, o: Partial<MessageStoreOptions>
   const store = MessageStore.open(
     testStoreOptions(dir, {
       now: () => clock.t,
+      // The CommitLog is flushed with every put: the checkpoint never claims past its flushed end,
+      // and these tests are about the ConsumeQueues.
+      flushDiskType: "SYNC_FLUSH",
       checkpointIntervalMs: 1_000_000_000,
       consumeQueueUnitsPerFile: 1000,
       flushConsumeQueueLeastPages: 2,

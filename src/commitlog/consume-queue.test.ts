@@ -86,4 +86,20 @@ describe("ConsumeQueue", () => {
     expect(cq.get(4)).toBeUndefined();
     cq.close();
   });
+
+  test("regression (test/sim seeds 1, 3): recovery drops a torn unit whose garbage offset lies below the CommitLog end", () => {
+    const cq = new ConsumeQueue(tmp(), "T", 0, 8);
+    cq.putUnit(0, 0, 100, 0);
+    cq.putUnit(1, 100, 100, 0);
+    // A unit never flushed before the crash, left as garbage that happens to point low.
+    cq.putUnit(2, 17, 3, 0);
+    const records = new Map([
+      [0, 0],
+      [1, 100],
+    ]);
+    cq.truncateDirty(200, (off, phy) => records.get(off) === phy);
+    expect(cq.maxOffset).toBe(2);
+    expect(cq.get(1)?.phyOffset).toBe(100);
+    cq.close();
+  });
 });

@@ -17,6 +17,7 @@
  * never claims them, and recovery rewrites them from the CommitLog.
  */
 import { join } from "node:path";
+import type { StoreDisk } from "./disk.ts";
 import { MappedFileQueue } from "./mapped-file-queue.ts";
 import { OS_PAGE_BYTES } from "./mapped-file.ts";
 
@@ -53,10 +54,10 @@ export class ConsumeQueue {
   /** End (offset + size) of the last CommitLog record indexed here; -1 when empty. */
   maxPhysicOffset = -1;
 
-  constructor(rootDir: string, topic: string, queueId: number, unitsPerFile = CQ_UNITS_PER_FILE_DEFAULT) {
+  constructor(rootDir: string, topic: string, queueId: number, unitsPerFile = CQ_UNITS_PER_FILE_DEFAULT, disk?: StoreDisk) {
     this.topic = topic;
     this.queueId = queueId;
-    this.#files = new MappedFileQueue(join(rootDir, topic, String(queueId)), unitsPerFile * CQ_UNIT_SIZE);
+    this.#files = new MappedFileQueue(join(rootDir, topic, String(queueId)), unitsPerFile * CQ_UNIT_SIZE, disk);
   }
 
   /** Maps existing files and finds the last written unit. Returns problems found. */
@@ -186,12 +187,18 @@ export class ConsumeQueue {
     this.#minLogicOffset = off * CQ_UNIT_SIZE;
   }
 
-  /** Recovery: drops units pointing at or past `phyOffset` (the CommitLog was truncated there). */
-  truncateDirty(phyOffset: number): void {
+  /**
+   * Recovery: drops units from the end until one points below `phyOffset` (the CommitLog was
+   * truncated there) and, when `verify` is given, names its record in the CommitLog. Without the
+   * check a torn unit (never flushed, garbage after a crash) whose offset happened to fall below
+   * the end survived recovery and pointed consumers at a wrong record (found by test/sim).
+   */
+  truncateDirty(phyOffset: number, verify?: (cqOffset: number, phyOffset: number, size: number) => boolean): void {
     let off = this.maxOffset;
     while (off > this.minOffset) {
       const u = this.get(off - 1);
-      if (u && (u.size === CQ_FILLER_SIZE || u.phyOffset + u.size <= phyOffset)) break;
+      if (u && u.size === CQ_FILLER_SIZE) break;
+      if (u && u.phyOffset >= 0 && u.phyOffset + u.size <= phyOffset && (!verify || verify(off - 1, u.phyOffset, u.size))) break;
       off--;
     }
     this.#files.truncateDirty(off * CQ_UNIT_SIZE);

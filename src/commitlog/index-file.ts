@@ -44,8 +44,9 @@
  * every step: a pointer outside the written entries or not strictly older ends the walk, and a
  * walk is capped at indexCount steps. Lookups never throw on corrupted entries and never loop.
  *
- * IO: the file is created at full size (ftruncate, sparse) and used through `Bun.mmap(shared)`, so
- * writes go straight into the page cache; `flush()` makes them durable with fsync on the fd. Bun
+ * IO: the file is created at full size (ftruncate, sparse) and used through a shared mapping (a
+ * `SegmentFile` of the store's disk, ./disk.ts), so writes go straight into the page cache;
+ * `flush()` makes them durable with fdatasync (the size never changes, so no metadata to sync). Bun
  * cannot map an empty file, and truncating a mapped file crashes the process on the next access,
  * so this file is never truncated; `close()` closes the fd and drops the mapping (Bun unmaps it
  * when the array is collected). Unlinking a mapped file is safe on Linux.
@@ -54,7 +55,7 @@
  * steps leaves a file whose chains are intact: an entry not yet counted is unreachable, and a
  * counted entry not yet linked from its slot is merely unreachable too.
  */
-import { closeSync, fstatSync, fsync, fsyncSync, ftruncateSync, openSync, unlinkSync } from "node:fs";
+import { nodeDisk, type SegmentFile, type StoreDisk } from "./disk.ts";
 import { javaStringHashCode } from "../common/message-record.ts";
 
 export const INDEX_HEADER_SIZE_BYTES = 40;
@@ -162,7 +163,7 @@ export class IndexFile {
   readonly path: string;
   readonly slotNum: number;
   readonly indexNum: number;
-  #fd: number;
+  readonly #file: SegmentFile;
   #map: Uint8Array | null;
   #view: DataView;
   #entriesStart: number;
@@ -176,29 +177,28 @@ export class IndexFile {
   #indexCount = 1;
   #dirty = false;
 
-  private constructor(path: string, g: IndexGeometry, fd: number) {
+  private constructor(path: string, g: IndexGeometry, file: SegmentFile) {
     this.path = path;
     this.slotNum = g.slotNum;
     this.indexNum = g.indexNum;
-    this.#fd = fd;
-    this.#map = Bun.mmap(path, { shared: true });
+    this.#file = file;
+    this.#map = file.map();
     this.#view = new DataView(this.#map.buffer, this.#map.byteOffset, this.#map.byteLength);
     this.#entriesStart = INDEX_HEADER_SIZE_BYTES + g.slotNum * INDEX_SLOT_SIZE_BYTES;
   }
 
   /** Creates a new, empty index file at full size. Fails if `path` exists (never clobbers). */
-  static create(path: string, opts: IndexFileCreateOptions): IndexFile {
+  static create(path: string, opts: IndexFileCreateOptions, disk: StoreDisk = nodeDisk): IndexFile {
     assertIndexGeometry(opts);
-    const fd = openSync(path, "wx+");
+    const file = disk.createSegment(path, indexFileSizeBytes(opts));
     let f: IndexFile;
     try {
-      ftruncateSync(fd, indexFileSizeBytes(opts));
-      f = new IndexFile(path, opts, fd);
+      f = new IndexFile(path, opts, file);
     } catch (e) {
       // Leave no zero-filled file behind: it would fail validation (indexCount 0) on every load.
-      closeSync(fd);
+      file.close();
       try {
-        unlinkSync(path);
+        disk.unlink(path);
       } catch {
         // The original error is the one worth reporting.
       }
@@ -217,20 +217,20 @@ export class IndexFile {
   }
 
   /** Opens an existing index file; its header and size are input and are validated. */
-  static open(path: string, g: IndexGeometry): IndexFile | { invalid: string } {
+  static open(path: string, g: IndexGeometry, disk: StoreDisk = nodeDisk): IndexFile | { invalid: string } {
     assertIndexGeometry(g);
-    const fd = openSync(path, "r+");
+    const file = disk.openSegment(path);
     const expected = indexFileSizeBytes(g);
-    const size = fstatSync(fd).size;
+    const size = file.size;
     if (size !== expected) {
-      closeSync(fd);
+      file.close();
       return { invalid: `size ${size} bytes, expected ${expected} for slotNum ${g.slotNum}, indexNum ${g.indexNum}` };
     }
     let f: IndexFile;
     try {
-      f = new IndexFile(path, g, fd);
+      f = new IndexFile(path, g, file);
     } catch (e) {
-      closeSync(fd);
+      file.close();
       throw e;
     }
     const problem = f.#loadHeader();
@@ -383,7 +383,7 @@ export class IndexFile {
     // Clear first: nothing can write between here and fsync (single thread), and if fsync throws
     // the caller treats the store as failed anyway.
     this.#dirty = false;
-    fsyncSync(this.#fd);
+    this.#file.syncSync();
     return true;
   }
 
@@ -394,14 +394,13 @@ export class IndexFile {
   flushAsync(): Promise<boolean> {
     if (this.#map === null || !this.#dirty) return Promise.resolve(false);
     this.#dirty = false;
-    const fd = this.#fd;
-    return new Promise((resolve, reject) => fsync(fd, (err) => (err ? reject(err) : resolve(true))));
+    return new Promise((resolve, reject) => this.#file.sync((err) => (err ? reject(err) : resolve(true))));
   }
 
   /** Closes the fd and drops the mapping. Does not fsync: call flush() first for durability. */
   close(): void {
     if (this.#map === null) return;
-    closeSync(this.#fd);
+    this.#file.close();
     this.#map = null;
     this.#view = new DataView(new ArrayBuffer(0));
   }

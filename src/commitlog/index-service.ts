@@ -23,8 +23,8 @@
  * rethrown by every later buildIndex/flush, and the caller stops indexing until restart.
  * Files that fail validation at load are input (practice 2): they are deleted and reported.
  */
-import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, unlinkSync } from "node:fs";
 import { join } from "node:path";
+import { nodeDisk, type StoreDisk } from "./disk.ts";
 import { assertIndexGeometry, INDEX_NUM_DEFAULT, INDEX_SLOT_NUM_DEFAULT, IndexFile, indexKey, topicKeyHash } from "./index-file.ts";
 
 /** yyyyMMddHHmmssSSS: 17 digits. */
@@ -68,6 +68,8 @@ export interface IndexServiceOptions {
   indexNum?: number;
   /** Clock for file names (ms since the epoch); injected so tests control it. */
   now?: () => number;
+  /** Default: the real disk. */
+  disk?: StoreDisk;
 }
 
 /** What the dispatcher knows about one CommitLog record. */
@@ -102,6 +104,7 @@ export class IndexService {
   readonly slotNum: number;
   readonly indexNum: number;
   #now: () => number;
+  readonly #disk: StoreDisk;
   /** Oldest first. */
   #files: Entry[] = [];
   #loaded = false;
@@ -113,6 +116,7 @@ export class IndexService {
     this.indexNum = opts.indexNum ?? INDEX_NUM_DEFAULT;
     assertIndexGeometry(this);
     this.#now = opts.now ?? Date.now;
+    this.#disk = opts.disk ?? nodeDisk;
   }
 
   /** The first IO error met while writing; once set, buildIndex and flush refuse to run. */
@@ -148,9 +152,9 @@ export class IndexService {
   load(lastCheckpointTimestamp?: number): string[] {
     if (this.#loaded) throw new Error("IndexService.load called twice");
     this.#loaded = true;
-    mkdirSync(this.dir, { recursive: true });
+    this.#disk.mkdirs(this.dir);
     const problems: string[] = [];
-    for (const name of readdirSync(this.dir).sort()) {
+    for (const name of this.#disk.list(this.dir).sort()) {
       if (!isIndexFileName(name)) {
         problems.push(`${name}: not an index file name; ignored`);
         continue;
@@ -158,13 +162,13 @@ export class IndexService {
       const path = join(this.dir, name);
       let opened: IndexFile | { invalid: string };
       try {
-        opened = IndexFile.open(path, this);
+        opened = IndexFile.open(path, this, this.#disk);
       } catch (e) {
         problems.push(`${name}: cannot open (${errorMessage(e)}); skipped`);
         continue;
       }
       if (!(opened instanceof IndexFile)) {
-        problems.push(`${name}: ${opened.invalid}; ${tryUnlink(path)}`);
+        problems.push(`${name}: ${opened.invalid}; ${tryUnlink(this.#disk, path)}`);
         // Unknown coverage: everything must be indexed again.
         this.#rebuildFrom = 0;
         continue;
@@ -176,7 +180,7 @@ export class IndexService {
         );
         this.#rebuildFrom = Math.min(this.#rebuildFrom ?? Number.MAX_SAFE_INTEGER, opened.beginPhyOffset);
         opened.close();
-        problems[problems.length - 1] += `; ${tryUnlink(path)}`;
+        problems[problems.length - 1] += `; ${tryUnlink(this.#disk, path)}`;
         continue;
       }
       this.#files.push({ name, file: opened });
@@ -388,31 +392,31 @@ export class IndexService {
       opts.beginTimestamp = prev.endTimestamp;
       opts.beginPhyOffset = prev.endPhyOffset;
     }
-    const file = IndexFile.create(join(this.dir, name), opts);
+    const file = IndexFile.create(join(this.dir, name), opts, this.#disk);
     this.#files.push({ name, file });
-    fsyncDir(this.dir);
+    this.#disk.syncDir(this.dir);
     return file;
   }
 
   /** The clock's name, or one past the greatest name in the directory (loaded or not). */
   #newName(): string {
     let name = indexFileName(this.#now());
-    for (const other of readdirSync(this.dir)) if (isIndexFileName(other) && name <= other) name = nextName(other);
+    for (const other of this.#disk.list(this.dir)) if (isIndexFileName(other) && name <= other) name = nextName(other);
     return name;
   }
 
   #delete(e: Entry): void {
     // Unlink before close: if unlinking fails the entry is still usable and the error propagates.
     // Unlinking a mapped file is safe; only truncation is not.
-    unlinkSync(e.file.path);
+    this.#disk.unlink(e.file.path);
     e.file.close();
   }
 }
 
 /** Deletes a file that load() rejected; says what happened, for the problem line. */
-function tryUnlink(path: string): string {
+function tryUnlink(disk: StoreDisk, path: string): string {
   try {
-    unlinkSync(path);
+    disk.unlink(path);
     return "deleted";
   } catch (e) {
     return `could not delete (${errorMessage(e)})`;
@@ -421,18 +425,4 @@ function tryUnlink(path: string): string {
 
 function errorMessage(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
-}
-
-/** Makes a new file's directory entry durable; some filesystems refuse fsync on a directory. */
-function fsyncDir(dir: string): void {
-  try {
-    const fd = openSync(dir, "r");
-    try {
-      fsyncSync(fd);
-    } finally {
-      closeSync(fd);
-    }
-  } catch {
-    // The file's own fsync still covers its contents; only the name could be lost in a crash.
-  }
 }

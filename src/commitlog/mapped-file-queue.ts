@@ -6,27 +6,31 @@
  * written; a file name equals its start offset. A gap or a wrong-sized file found at load time
  * is reported, not repaired silently.
  */
-import { mkdirSync, readdirSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
+import { nodeDisk, type StoreDisk } from "./disk.ts";
 import { fileNameToOffset, MappedFile, offsetToFileName } from "./mapped-file.ts";
 
 export class MappedFileQueue {
   readonly dir: string;
   readonly fileSize: number;
   readonly files: MappedFile[] = [];
+  readonly #disk: StoreDisk;
 
-  constructor(dir: string, fileSize: number) {
+  constructor(dir: string, fileSize: number, disk: StoreDisk = nodeDisk) {
     this.dir = dir;
     this.fileSize = fileSize;
+    this.#disk = disk;
   }
 
   /** Maps every segment in the directory. Returns problems; files after a gap are not loaded. */
   load(): string[] {
-    mkdirSync(this.dir, { recursive: true });
+    const disk = this.#disk;
+    disk.mkdirs(this.dir);
     const problems: string[] = [];
-    // Leftovers of a create interrupted by a crash (see MappedFile.create): never held data.
-    for (const n of readdirSync(this.dir)) if (n.endsWith(".creating")) rmSync(join(this.dir, n), { force: true });
-    const names = readdirSync(this.dir)
+    // Leftovers of a create interrupted by a crash (see StoreDisk.createSegment): never held data.
+    for (const n of disk.list(this.dir)) if (n.endsWith(".creating")) disk.remove(join(this.dir, n));
+    const names = disk
+      .list(this.dir)
       .filter((n) => fileNameToOffset(n) !== null)
       .sort();
     for (const name of names) {
@@ -41,14 +45,14 @@ export class MappedFileQueue {
         break;
       }
       const path = join(this.dir, name);
-      if (name === names.at(-1) && statSync(path).size === 0) {
+      if (name === names.at(-1) && disk.fileSize(path) === 0) {
         // An empty last file (an older version could leave one when killed while creating it)
         // never held data: remove it so the next roll can create it properly.
-        rmSync(path);
+        disk.unlink(path);
         problems.push(`${path}: empty segment left by an interrupted create removed`);
         break;
       }
-      const f = MappedFile.open(path, this.fileSize);
+      const f = MappedFile.open(path, this.fileSize, disk);
       if ("invalid" in f) {
         problems.push(f.invalid);
         break;
@@ -71,8 +75,8 @@ export class MappedFileQueue {
     const last = this.last;
     if (last && !last.isFull) return last;
     const from = last ? last.fileFromOffset + this.fileSize : startOffset - (startOffset % this.fileSize);
-    mkdirSync(this.dir, { recursive: true });
-    const f = MappedFile.create(join(this.dir, offsetToFileName(from)), this.fileSize);
+    this.#disk.mkdirs(this.dir);
+    const f = MappedFile.create(join(this.dir, offsetToFileName(from)), this.fileSize, this.#disk);
     this.files.push(f);
     return f;
   }

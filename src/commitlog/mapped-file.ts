@@ -17,6 +17,9 @@
  * appends runs at ≈ 2.3 GiB/s on the same file (bench/store). Reads still go through the mapping:
  * write() and the mapping share the page cache.
  *
+ * IO goes through a `SegmentFile` of the store's `StoreDisk` (./disk.ts): node:fs and Bun.mmap in
+ * production, an in-memory disk in test/sim. The append path calls it once per commit.
+ *
  * Invariants: flushedPosition ≤ wrotePosition ≤ fileSize; stagedBytes ≤ wrotePosition −
  * flushedPosition. The file is never truncated while mapped (Bun crashes on access past a
  * shrunk mapping); recovery zeroes a torn tail instead.
@@ -26,20 +29,8 @@
  * the file is full (it will never be written again, so waiting gains nothing). Each fdatasync is
  * a device flush, so with thousands of queues a 20-byte ConsumeQueue unit must not cost one.
  */
-import {
-  closeSync,
-  existsSync,
-  fdatasync,
-  fdatasyncSync,
-  fstatSync,
-  ftruncateSync,
-  openSync,
-  renameSync,
-  rmSync,
-  unlinkSync,
-  writeSync,
-} from "node:fs";
 import { basename } from "node:path";
+import { nodeDisk, type SegmentFile, type StoreDisk } from "./disk.ts";
 
 export const FILE_NAME_DIGITS = 20;
 /** The page size the least-pages rule counts in (RocketMQ's OS_PAGE_SIZE). */
@@ -65,7 +56,8 @@ export class MappedFile {
   readonly fileSize: number;
   wrotePosition = 0;
   flushedPosition = 0;
-  #fd: number;
+  readonly #file: SegmentFile;
+  readonly #disk: StoreDisk;
   #closed = false;
   #buf: Uint8Array | null = null;
   #view: DataView | null = null;
@@ -79,18 +71,19 @@ export class MappedFile {
    */
   touched = true;
 
-  private constructor(path: string, fd: number, fileSize: number) {
+  private constructor(path: string, file: SegmentFile, fileSize: number, disk: StoreDisk) {
     this.path = path;
     this.fileSize = fileSize;
     const start = fileNameToOffset(basename(path));
     if (start === null) throw new Error(`not a segment file name: ${path}`);
     this.fileFromOffset = start;
-    this.#fd = fd;
+    this.#file = file;
+    this.#disk = disk;
     this.#map();
   }
 
   #map(): Uint8Array {
-    const buf = Bun.mmap(this.path, { shared: true });
+    const buf = this.#file.map();
     this.#buf = buf;
     this.#view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
     return buf;
@@ -130,41 +123,33 @@ export class MappedFile {
   }
 
   /**
-   * Creates a new zero-filled (sparse) segment of `fileSize` bytes. It is sized under a temporary
-   * name and then renamed, so a crash can never leave a real segment name with the wrong size.
+   * Creates a new zero-filled (sparse) segment of `fileSize` bytes (never under its real name
+   * with the wrong size: see StoreDisk.createSegment).
    */
-  static create(path: string, fileSize: number): MappedFile {
-    const tmp = `${path}.creating`;
-    rmSync(tmp, { force: true });
-    const tfd = openSync(tmp, "wx+");
+  static create(path: string, fileSize: number, disk: StoreDisk = nodeDisk): MappedFile {
+    const file = disk.createSegment(path, fileSize);
     try {
-      ftruncateSync(tfd, fileSize);
-    } finally {
-      closeSync(tfd);
-    }
-    if (existsSync(path)) {
-      rmSync(tmp, { force: true });
-      throw new Error(`segment ${path} already exists`);
-    }
-    renameSync(tmp, path);
-    const fd = openSync(path, "r+");
-    try {
-      return new MappedFile(path, fd, fileSize);
+      return new MappedFile(path, file, fileSize, disk);
     } catch (e) {
-      closeSync(fd);
+      file.close();
       throw e;
     }
   }
 
   /** Opens an existing segment; its size must be `fileSize` (input check, not an assertion). */
-  static open(path: string, fileSize: number): MappedFile | { invalid: string } {
-    const fd = openSync(path, "r+");
-    const size = fstatSync(fd).size;
-    if (size !== fileSize) {
-      closeSync(fd);
-      return { invalid: `${path}: size ${size} is not the configured segment size ${fileSize}` };
+  static open(path: string, fileSize: number, disk: StoreDisk = nodeDisk): MappedFile | { invalid: string } {
+    const file = disk.openSegment(path);
+    if (file.size !== fileSize) {
+      file.close();
+      return { invalid: `${path}: size ${file.size} is not the configured segment size ${fileSize}` };
     }
-    const f = new MappedFile(path, fd, fileSize);
+    let f: MappedFile;
+    try {
+      f = new MappedFile(path, file, fileSize, disk);
+    } catch (e) {
+      file.close();
+      throw e;
+    }
     // Positions are set by recovery; until then the whole file counts as written and durable.
     f.wrotePosition = fileSize;
     f.flushedPosition = fileSize;
@@ -191,8 +176,7 @@ export class MappedFile {
    * megabytes for a few KiB of messages; write() dirties only the pages it touches.
    */
   pwrite(data: Uint8Array, position: number): void {
-    let done = 0;
-    while (done < data.length) done += writeSync(this.#fd, data, done, data.length - done, position + done);
+    this.#file.pwrite(data, position);
   }
 
   /** Bytes appended to the stage and not yet written to the file. */
@@ -260,7 +244,7 @@ export class MappedFile {
     if (this.#stagedBytes !== 0) this.commit();
     if (this.isAbleToFlush(leastPages)) {
       const upTo = this.wrotePosition;
-      fdatasyncSync(this.#fd);
+      this.#file.syncSync();
       this.flushedPosition = upTo;
     }
     return this.flushedPosition;
@@ -275,7 +259,7 @@ export class MappedFile {
     const upTo = this.wrotePosition;
     if (!this.isAbleToFlush(leastPages)) return Promise.resolve(this.flushedPosition);
     return new Promise((resolve, reject) => {
-      fdatasync(this.#fd, (err) => {
+      this.#file.sync((err) => {
         if (err) return reject(err);
         if (upTo > this.flushedPosition) this.flushedPosition = upTo;
         resolve(this.flushedPosition);
@@ -319,7 +303,7 @@ export class MappedFile {
       if (this.#stagedBytes !== 0) this.commit();
     } finally {
       this.#closed = true;
-      closeSync(this.#fd);
+      this.#file.close();
       // Drop the mapping; Bun unmaps it when the array is collected.
       this.release();
       this.#stage = null;
@@ -330,6 +314,6 @@ export class MappedFile {
   /** Closes and deletes the file. */
   destroy(): void {
     this.close();
-    unlinkSync(this.path);
+    this.#disk.unlink(this.path);
   }
 }

@@ -15,13 +15,13 @@
  * index entries (so a message is pullable as soon as the send returns). Recovery and (later) HA
  * replication dispatch by scanning CommitLog bytes from `dispatchedOffset` with the same code.
  */
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statfsSync, statSync, unlinkSync, writeFileSync } from "node:fs";
 import { totalmem } from "node:os";
 import { join } from "node:path";
-import { readFileWithBackup, writeFileAtomic } from "../common/atomic-file.ts";
+import { systemClock, type Clock, type TimerHandle } from "../common/clock.ts";
 import { readCheckpoint, writeCheckpoint, writeCheckpointAsync, type Checkpoint } from "./checkpoint.ts";
 import { CommitLog, type AppendResult, type FlushDiskType, type StoreRecordInput } from "./commit-log.ts";
 import { ConsumeQueue, CQ_FILLER_SIZE } from "./consume-queue.ts";
+import { nodeDisk, type StoreDisk } from "./disk.ts";
 import { IndexService } from "./index-service.ts";
 import type { MappedFile } from "./mapped-file.ts";
 import {
@@ -70,6 +70,10 @@ export interface MessageStoreOptions {
   /** A slave's store refuses puts (it only takes replicated bytes). */
   readOnly?: boolean;
   now?: () => number;
+  /** Timers and (unless `now` is given) the time; default the system clock (test/sim passes a simulated one). */
+  clock?: Clock;
+  /** Where the store's files live; default the real disk (test/sim passes an in-memory one). */
+  disk?: StoreDisk;
   /** Tag code override, e.g. the due time for SCHEDULE_TOPIC_XXXX units. */
   tagsCodeFor?: (topic: string, properties: Record<string, string> | null, storeTimestamp: number, tags: string | undefined) => number;
   /** Interval of the ConsumeQueue/index flush + checkpoint; default 1000 ms (RocketMQ's flushIntervalConsumeQueue). */
@@ -204,14 +208,16 @@ function memoryHotBytes(o: Pick<MessageStoreOptions, "accessMessageInMemoryMaxBy
 export class MessageStore {
   readonly #o: MessageStoreOptions;
   readonly #now: () => number;
+  readonly #clock: Clock;
+  readonly #disk: StoreDisk;
   readonly commitLog: CommitLog;
   readonly #index: IndexService;
   readonly #queues = new Map<string, Map<number, ConsumeQueue>>();
   readonly #topicCache = new Map<string, Uint8Array>();
   #reputOffset = 0;
-  #timers: ReturnType<typeof setInterval>[] = [];
+  #timers: TimerHandle[] = [];
   /** The retention check's timer (also in #timers), restarted when its interval changes. */
-  #cleanTimer: ReturnType<typeof setInterval> | null = null;
+  #cleanTimer: TimerHandle | null = null;
   #diskFull = false;
   /** CommitLog ranges found damaged by recovery: never served, kept across restarts. */
   #corrupt: CorruptRange[] = [];
@@ -233,7 +239,10 @@ export class MessageStore {
   private constructor(o: MessageStoreOptions) {
     // A copy: reconfigure() changes it, and the caller's object is not ours to change.
     this.#o = { ...o };
-    this.#now = o.now ?? Date.now;
+    const clock = o.clock ?? systemClock;
+    this.#clock = clock;
+    this.#disk = o.disk ?? nodeDisk;
+    this.#now = o.now ?? (clock === systemClock ? Date.now : () => clock.now());
     this.commitLog = new CommitLog({
       dir: join(o.dir, "commitlog"),
       segmentBytes: o.segmentBytes,
@@ -242,8 +251,10 @@ export class MessageStore {
       ...(o.flushCommitLogLeastPages !== undefined ? { flushLeastPages: o.flushCommitLogLeastPages } : {}),
       ...(o.flushCommitLogThoroughIntervalMs !== undefined ? { flushThoroughIntervalMs: o.flushCommitLogThoroughIntervalMs } : {}),
       now: this.#now,
+      clock,
+      disk: this.#disk,
     });
-    this.#index = new IndexService({ dir: join(o.dir, "index"), slotNum: o.indexSlotNum, indexNum: o.indexNum, now: this.#now });
+    this.#index = new IndexService({ dir: join(o.dir, "index"), slotNum: o.indexSlotNum, indexNum: o.indexNum, now: this.#now, disk: this.#disk });
     this.#memoryHotBytes = memoryHotBytes(o);
   }
 
@@ -265,8 +276,8 @@ export class MessageStore {
     });
     this.#memoryHotBytes = memoryHotBytes(o);
     if (deleteIntervalChanged && this.#cleanTimer && !this.#shutdown) {
-      clearInterval(this.#cleanTimer);
-      this.#cleanTimer = setInterval(() => this.cleanExpiredFiles(false), o.deleteCommitLogFilesIntervalMs);
+      this.#clock.clearInterval(this.#cleanTimer);
+      this.#cleanTimer = this.#clock.setInterval(() => this.cleanExpiredFiles(false), o.deleteCommitLogFilesIntervalMs);
       this.#timers.push(this.#cleanTimer);
     }
     if (!this.#shutdown) this.#checkDisk();
@@ -277,16 +288,17 @@ export class MessageStore {
    * services. Throws if another live process holds the store's lock.
    */
   static open(o: MessageStoreOptions): MessageStore {
-    mkdirSync(o.dir, { recursive: true });
-    acquireLock(join(o.dir, "lock"));
+    const disk = o.disk ?? nodeDisk;
+    disk.mkdirs(o.dir);
+    acquireLock(disk, join(o.dir, "lock"));
     const s = new MessageStore(o);
     try {
       s.#recover();
-      writeFileSync(join(o.dir, "abort"), String(process.pid));
+      disk.writeFile(join(o.dir, "abort"), String(process.pid));
       s.#startServices();
     } catch (e) {
       s.#closeFiles();
-      releaseLock(join(o.dir, "lock"));
+      releaseLock(disk, join(o.dir, "lock"));
       throw e;
     }
     return s;
@@ -296,9 +308,9 @@ export class MessageStore {
 
   #recover(): void {
     const dir = this.#o.dir;
-    const abnormal = existsSync(join(dir, "abort"));
+    const abnormal = this.#disk.exists(join(dir, "abort"));
     const problems: string[] = [...this.commitLog.load()];
-    const cp = readCheckpoint(join(dir, "checkpoint"));
+    const cp = readCheckpoint(join(dir, "checkpoint"), this.#disk);
     const cpValid = cp !== null && !("invalid" in cp);
     problems.push(...this.#index.load(cpValid && abnormal ? cp.indexCheckpointTimestamp : undefined));
     problems.push(...this.#loadConsumeQueues());
@@ -342,7 +354,7 @@ export class MessageStore {
     this.#index.dropFilesAbove(scan.endOffset);
     const clMin = this.commitLog.minOffset;
     for (const cq of this.#allQueues()) {
-      cq.truncateDirty(scan.endOffset);
+      cq.truncateDirty(scan.endOffset, abnormal ? (off, phy, size) => this.#unitNamesRecord(cq, off, phy, size) : undefined);
       cq.correctMinOffset(clMin);
       this.commitLog.setNextQueueOffset(cq.topic, cq.queueId, cq.maxOffset);
     }
@@ -358,14 +370,47 @@ export class MessageStore {
     };
   }
 
+  /** Whether the CommitLog holds, at `phy`, the record a unit of `cq` at `cqOffset` describes. */
+  #unitNamesRecord(cq: ConsumeQueue, cqOffset: number, phy: number, size: number): boolean {
+    const f = this.commitLog.segmentFor(phy);
+    if (!f) return false;
+    const pos = phy - f.fileFromOffset;
+    if (pos + size > f.wrotePosition || size < 8) return false;
+    const r = decodeRecordAt(f.buf.subarray(0, pos + size), pos, { checkCrc: false, readBody: false });
+    return (
+      "totalSize" in r &&
+      r.totalSize === size &&
+      r.physicalOffset === phy &&
+      r.queueId === cq.queueId &&
+      r.queueOffset === cqOffset &&
+      r.topic === cq.topic
+    );
+  }
+
   /** Merges newly found damage with what earlier runs recorded, and persists the list. */
   #loadCorruptRanges(found: CorruptRange[], endOffset: number): void {
     const path = join(this.#o.dir, "corrupt.json");
-    const old = readFileWithBackup(path, (t) => JSON.parse(t) as CorruptRange[]) ?? [];
+    const old = this.#readCorruptList(path);
     const keep = [...old, ...found].filter((r) => r.to <= endOffset && r.to > this.commitLog.minOffset);
     const unique = new Map(keep.map((r) => [`${r.from}-${r.to}`, r]));
     this.#corrupt = [...unique.values()].sort((a, b) => a.from - b.from);
-    if (this.#corrupt.length > 0 || old.length > 0) writeFileAtomic(path, JSON.stringify(this.#corrupt, null, 2));
+    if (this.#corrupt.length > 0 || old.length > 0) this.#disk.writeFileAtomic(path, JSON.stringify(this.#corrupt, null, 2));
+  }
+
+  /** corrupt.json, or its `.bak` when the main copy is missing or unparsable (readFileWithBackup's rule). */
+  #readCorruptList(path: string): CorruptRange[] {
+    let firstError: unknown = null;
+    for (const p of [path, `${path}.bak`]) {
+      const bytes = this.#disk.readFile(p);
+      if (bytes === null) continue;
+      try {
+        return JSON.parse(new TextDecoder().decode(bytes)) as CorruptRange[];
+      } catch (e) {
+        firstError ??= e;
+      }
+    }
+    if (firstError !== null) throw firstError;
+    return [];
   }
 
   #isCorrupt(phy: number): boolean {
@@ -375,11 +420,12 @@ export class MessageStore {
 
   #loadConsumeQueues(): string[] {
     const root = join(this.#o.dir, "consumequeue");
-    if (!existsSync(root)) return [];
+    const disk = this.#disk;
+    if (!disk.exists(root)) return [];
     const problems: string[] = [];
-    for (const topic of readdirSync(root)) {
-      if (!statSync(join(root, topic)).isDirectory()) continue;
-      for (const qid of readdirSync(join(root, topic))) {
+    for (const topic of disk.list(root)) {
+      if (!disk.isDirectory(join(root, topic))) continue;
+      for (const qid of disk.list(join(root, topic))) {
         if (!/^\d+$/.test(qid)) continue;
         const cq = this.#consumeQueue(topic, Number(qid));
         problems.push(...cq.load());
@@ -393,10 +439,11 @@ export class MessageStore {
   #startServices(): void {
     this.commitLog.startFlushService();
     this.#lastThoroughFlushAt = this.#now();
-    this.#timers.push(setInterval(() => void this.checkpoint(), this.#o.checkpointIntervalMs ?? 1000));
-    this.#cleanTimer = setInterval(() => this.cleanExpiredFiles(false), this.#o.deleteCommitLogFilesIntervalMs);
+    const clock = this.#clock;
+    this.#timers.push(clock.setInterval(() => void this.checkpoint(), this.#o.checkpointIntervalMs ?? 1000));
+    this.#cleanTimer = clock.setInterval(() => this.cleanExpiredFiles(false), this.#o.deleteCommitLogFilesIntervalMs);
     this.#timers.push(this.#cleanTimer);
-    this.#timers.push(setInterval(() => this.releaseColdMappings(), this.#o.releaseColdIntervalMs ?? 5000));
+    this.#timers.push(clock.setInterval(() => this.releaseColdMappings(), this.#o.releaseColdIntervalMs ?? 5000));
     this.#checkDisk();
   }
 
@@ -406,8 +453,8 @@ export class MessageStore {
    * once per flushConsumeQueueThoroughIntervalMs (and at shutdown): with 10,000 queues each taking
    * a unit now and then, flushing every dirty file each second cost one device flush per message.
    *
-   * The checkpoint then claims only what is durable: dispatchedOffset is the lowest CommitLog
-   * offset whose unit is still unflushed in some queue (units of one queue are in CommitLog order,
+   * The checkpoint then claims only what is durable: dispatchedOffset is at most the CommitLog's
+   * flushed offset, and at most the lowest CommitLog offset whose unit is still unflushed in some queue (units of one queue are in CommitLog order,
    * so every record below it has a durable unit), or everything dispatched when none is. Only the
    * queues written since their last full flush are looked at, not all of them.
    */
@@ -428,7 +475,10 @@ export class MessageStore {
         await Promise.all(due);
         const indexTs = await this.#index.flushAsync();
         if (this.#shutdown) return;
-        let durable = Math.min(dispatched, this.commitLog.maxOffset);
+        // Never past the CommitLog's durable end: recovery verifies only from the segment holding
+        // dispatchedOffset on, so a claim past unflushed CommitLog bytes would let a torn record
+        // in an earlier segment through unverified (found by test/sim).
+        let durable = Math.min(dispatched, this.commitLog.flushedOffset);
         for (const q of this.#unflushedQueues) {
           const phy = q.firstUnflushedPhyOffset();
           if (phy === undefined) this.#unflushedQueues.delete(q);
@@ -448,7 +498,7 @@ export class MessageStore {
           last.indexCheckpointTimestamp === cp.indexCheckpointTimestamp
         )
           return;
-        await writeCheckpointAsync(join(o.dir, "checkpoint"), cp);
+        await writeCheckpointAsync(join(o.dir, "checkpoint"), cp, this.#disk);
         this.#lastCheckpoint = cp;
       } finally {
         this.#checkpointing = null;
@@ -689,7 +739,7 @@ export class MessageStore {
     if (!byId) this.#queues.set(topic, (byId = new Map()));
     let cq = byId.get(queueId);
     if (!cq) {
-      cq = new ConsumeQueue(join(this.#o.dir, "consumequeue"), topic, queueId, this.#o.consumeQueueUnitsPerFile);
+      cq = new ConsumeQueue(join(this.#o.dir, "consumequeue"), topic, queueId, this.#o.consumeQueueUnitsPerFile, this.#disk);
       byId.set(queueId, cq);
     }
     return cq;
@@ -901,7 +951,7 @@ export class MessageStore {
       }
       this.#queues.delete(topic);
       this.commitLog.removeQueueOffsets(topic);
-      rmSync(join(this.#o.dir, "consumequeue", topic), { recursive: true, force: true });
+      this.#disk.remove(join(this.#o.dir, "consumequeue", topic));
     }
   }
 
@@ -922,8 +972,7 @@ export class MessageStore {
 
   /** Fraction of the store's filesystem in use (0..1). */
   diskUsageRatio(): number {
-    const s = statfsSync(this.#o.dir);
-    return s.blocks > 0 ? (s.blocks - s.bavail) / s.blocks : 0;
+    return this.#disk.usedRatio(this.#o.dir);
   }
 
   #checkDisk(): number {
@@ -947,7 +996,7 @@ export class MessageStore {
     const diskPressure = ratio > this.#o.diskMaxUsedSpaceRatio;
     if (!timeUp && !diskPressure) return 0;
     const reservedMs = this.#o.fileReservedTimeHours * HOUR_MS;
-    const expired = (f: MappedFile) => now - statSync(f.path).mtimeMs > reservedMs;
+    const expired = (f: MappedFile) => now - this.#disk.mtimeMs(f.path) > reservedMs;
     // Under disk pressure, delete the oldest even if not expired, a few at a time.
     const n = this.commitLog.deleteSegments(
       (f) => (timeUp && expired(f)) || (diskPressure && this.diskUsageRatio() > this.#o.diskMaxUsedSpaceRatio),
@@ -993,22 +1042,26 @@ export class MessageStore {
   /** Clean stop: flush everything, write the checkpoint, remove the abort marker, unlock. */
   async shutdown(): Promise<void> {
     if (this.#shutdown) return;
-    for (const t of this.#timers) clearInterval(t);
+    for (const t of this.#timers) this.#clock.clearInterval(t);
     this.#timers = [];
     await this.#checkpointing;
     this.#shutdown = true;
     this.commitLog.flushSync();
     for (const cq of this.#allQueues()) cq.flushSync();
     const indexTs = this.#index.flush();
-    writeCheckpoint(join(this.#o.dir, "checkpoint"), {
-      commitLogFlushedOffset: this.commitLog.flushedOffset,
-      dispatchedOffset: this.#reputOffset,
-      indexCheckpointTimestamp: indexTs,
-      writtenAt: this.#now(),
-    });
+    writeCheckpoint(
+      join(this.#o.dir, "checkpoint"),
+      {
+        commitLogFlushedOffset: this.commitLog.flushedOffset,
+        dispatchedOffset: this.#reputOffset,
+        indexCheckpointTimestamp: indexTs,
+        writtenAt: this.#now(),
+      },
+      this.#disk,
+    );
     this.#closeFiles();
-    rmSync(join(this.#o.dir, "abort"), { force: true });
-    releaseLock(join(this.#o.dir, "lock"));
+    this.#disk.remove(join(this.#o.dir, "abort"));
+    releaseLock(this.#disk, join(this.#o.dir, "lock"));
   }
 
   #closeFiles(): void {
@@ -1019,19 +1072,21 @@ export class MessageStore {
 }
 
 /** One process per store: the lock file holds the owner's pid; a dead owner's lock is taken over. */
-function acquireLock(path: string): void {
-  if (existsSync(path)) {
-    const pid = Number(readFileSync(path, "utf8").trim());
+function acquireLock(disk: StoreDisk, path: string): void {
+  const held = disk.readFile(path);
+  if (held !== null) {
+    const pid = Number(new TextDecoder().decode(held).trim());
     if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && processAlive(pid)) {
       throw new Error(`store ${path.replace(/\/lock$/, "")} is in use by process ${pid}`);
     }
   }
-  writeFileSync(path, String(process.pid));
+  disk.writeFile(path, String(process.pid));
 }
 
-function releaseLock(path: string): void {
+function releaseLock(disk: StoreDisk, path: string): void {
   try {
-    if (readFileSync(path, "utf8").trim() === String(process.pid)) unlinkSync(path);
+    const held = disk.readFile(path);
+    if (held !== null && new TextDecoder().decode(held).trim() === String(process.pid)) disk.unlink(path);
   } catch {
     // Already gone.
   }

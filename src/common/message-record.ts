@@ -550,7 +550,8 @@ function decodeTopic(buf: Uint8Array, start: number, length: number): string {
     }
     if (same) return lastTopic;
   }
-  const bytes = buf.slice(start, start + length);
+  // A copy even when buf is a Buffer (whose slice() is a view): the bytes are kept for comparing.
+  const bytes = Uint8Array.prototype.slice.call(buf, start, start + length);
   lastTopic = utf8Decoder.decode(bytes);
   lastTopicBytes = bytes;
   return lastTopic;
@@ -587,7 +588,7 @@ function readInt64(buf: Uint8Array, p: number): number {
 
 function readHost(buf: Uint8Array, p: number, size: number): HostAddress {
   const ipLength = size - 4;
-  return { ip: buf.slice(p, p + ipLength), port: readInt32(buf, p + ipLength) };
+  return { ip: Uint8Array.prototype.slice.call(buf, p, p + ipLength), port: readInt32(buf, p + ipLength) };
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -14,13 +14,14 @@
  * lagBytes = that minus the local end, lagSeconds = how long ago the master was first seen holding
  * bytes the slave still lacks (./lag.ts).
  */
-import type { Socket } from "bun";
+import { systemClock, type Clock, type TimerHandle } from "../common/clock.ts";
 import type { Logger } from "../common/log.ts";
 import type { DecodedRecord } from "../common/message-record.ts";
 import type { MessageStore } from "../commitlog/index.ts";
 import { LagTracker } from "./lag.ts";
 import { RecordStream } from "./record-stream.ts";
 import { ChunkDecoder, encodeReport } from "./transfer.ts";
+import { tcpTransport, type HaSocket, type HaTransport } from "./transport.ts";
 
 export interface HAClientOptions {
   store: MessageStore;
@@ -35,6 +36,10 @@ export interface HAClientOptions {
   /** Records that were just written and dispatched (e.g. to wake parked pulls). */
   onRecords?: (records: readonly DecodedRecord[]) => void;
   now?: () => number;
+  /** Timers and (unless `now` is given) the time; default the system clock (test/sim passes simulated time). */
+  clock?: Clock;
+  /** Default: TCP (test/sim passes a simulated link). */
+  transport?: HaTransport;
 }
 
 export interface HAClientStatus {
@@ -58,7 +63,7 @@ export interface HAClientStatus {
 
 /** One TCP connection to the master, with its own framing and record state. */
 interface Link {
-  socket: Socket<Link> | null;
+  socket: HaSocket | null;
   addr: string;
   decoder: ChunkDecoder;
   records: RecordStream;
@@ -70,9 +75,10 @@ const CONNECT_TIMEOUT_MS = 5000;
 export class HAClient {
   readonly #o: HAClientOptions;
   readonly #now: () => number;
+  readonly #clock: Clock;
   #link: Link | null = null;
   #running = false;
-  #timer: ReturnType<typeof setInterval> | null = null;
+  #timer: TimerHandle | null = null;
   #connecting = false;
   #lastReceiveAt = 0;
   #lastReportAt = 0;
@@ -85,19 +91,21 @@ export class HAClient {
 
   constructor(o: HAClientOptions) {
     this.#o = o;
-    this.#now = o.now ?? Date.now;
+    const clock = o.clock ?? systemClock;
+    this.#clock = clock;
+    this.#now = o.now ?? (() => clock.now());
   }
 
   start(): void {
     if (this.#running) return;
     this.#running = true;
-    this.#timer = setInterval(() => this.#tick(), Math.min(500, this.#o.reportIntervalMs));
+    this.#timer = this.#clock.setInterval(() => this.#tick(), Math.min(500, this.#o.reportIntervalMs));
     this.#tick();
   }
 
   stop(): void {
     this.#running = false;
-    if (this.#timer) clearInterval(this.#timer);
+    if (this.#timer) this.#clock.clearInterval(this.#timer);
     this.#timer = null;
     this.#drop(this.#link);
   }
@@ -168,21 +176,16 @@ export class HAClient {
       records: new RecordStream(store.commitLog.segmentBytes, empty ? null : store.maxPhyOffset),
       closed: false,
     };
-    let timer: ReturnType<typeof setTimeout> | undefined;
+    let timer: TimerHandle | undefined;
     try {
-      const connecting = Bun.connect<Link>({
-        hostname: m[1]!.replace(/^\[|\]$/g, ""),
-        port: Number(m[2]),
-        data: link,
-        socket: {
-          binaryType: "uint8array",
-          data: (s, chunk) => this.#onData(s.data, chunk),
-          close: (s) => this.#onClosed(s.data),
-          error: (s) => this.#onClosed(s.data),
-        },
+      const transport = this.#o.transport ?? tcpTransport;
+      const connecting = transport.connect(m[1]!.replace(/^\[|\]$/g, ""), Number(m[2]), {
+        data: (chunk) => this.#onData(link, chunk),
+        drain: () => {},
+        close: () => this.#onClosed(link),
       });
       const timeoutMs = this.#o.connectTimeoutMs ?? CONNECT_TIMEOUT_MS;
-      const timeout = new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), timeoutMs)));
+      const timeout = new Promise<null>((resolve) => (timer = this.#clock.setTimeout(() => resolve(null), timeoutMs)));
       const socket = await Promise.race([connecting, timeout]);
       if (!socket) {
         // Late success is closed at once; a late failure is swallowed.
@@ -196,7 +199,6 @@ export class HAClient {
         socket.terminate();
         return;
       }
-      socket.setNoDelay(true);
       link.socket = socket;
       this.#link = link;
       this.#lastReceiveAt = this.#now();
@@ -206,7 +208,7 @@ export class HAClient {
       this.#o.log.rateLimited("warn", "ha-connect", `cannot connect to master HA ${addr}: ${e instanceof Error ? e.message : String(e)}`);
       this.#nextAttemptAt = this.#now() + this.#o.reconnectMs;
     } finally {
-      clearTimeout(timer);
+      if (timer) this.#clock.clearTimeout(timer);
       this.#connecting = false;
     }
   }

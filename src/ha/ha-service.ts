@@ -9,11 +9,12 @@
  * Lag per slave: lagBytes = this master's end minus the slave's acknowledged offset; lagSeconds =
  * the age (by store time) of the first record the slave has not acknowledged, 0 when it has all.
  */
-import type { Socket, TCPSocketListener } from "bun";
+import { systemClock, type Clock, type TimerHandle } from "../common/clock.ts";
 import type { Logger } from "../common/log.ts";
 import { MESSAGE_MAGIC_CODE, readPhysicalOffset, readStoreTimestamp, readTotalSize } from "../common/message-record.ts";
 import type { MessageStore } from "../commitlog/index.ts";
 import { encodeChunkHeader, HA_HEADER_SIZE, ReportDecoder } from "./transfer.ts";
+import { tcpTransport, type HaListener, type HaSocket, type HaSocketEvents, type HaTransport } from "./transport.ts";
 
 export interface HAServiceOptions {
   host: string;
@@ -24,6 +25,10 @@ export interface HAServiceOptions {
   /** A slave further behind than this is not counted as available for SYNC_MASTER. */
   slaveFallbehindMaxBytes: number;
   log: Logger;
+  /** Default: TCP (test/sim passes a simulated link). */
+  transport?: HaTransport;
+  /** Default: the system clock (test/sim passes simulated time). */
+  clock?: Clock;
 }
 
 /** Chunks up to this size are copied behind their header and written at once. */
@@ -47,64 +52,55 @@ export interface SlaveStatus {
 
 class SlaveConnection {
   readonly addr: string;
-  readonly socket: Socket<SlaveConnection | undefined>;
+  readonly socket: HaSocket;
   readonly decoder = new ReportDecoder();
   ackOffset = -1;
   /** The newest report received (-1 = none yet). */
   reported = -1;
   /** Next byte to send; -1 until the first report. */
   transferOffset = -1;
-  lastReportAt = Date.now();
-  lastSendAt = Date.now();
+  lastReportAt: number;
+  lastSendAt: number;
   caughtUpAt = 0;
   /** Bytes the socket did not take yet, in order (wait for drain). */
   pending: Uint8Array[] = [];
 
-  constructor(socket: Socket<SlaveConnection | undefined>) {
+  constructor(socket: HaSocket, now: number) {
     this.socket = socket;
-    this.addr = `${socket.remoteAddress}:${socket.remotePort}`;
+    this.addr = socket.remoteAddress;
+    this.lastReportAt = now;
+    this.lastSendAt = now;
   }
 }
 
 export class HAService {
   readonly #o: HAServiceOptions;
+  readonly #clock: Clock;
   /** Attached once the store is open (the port is bound before, so nothing half-starts). */
   #store: MessageStore | null = null;
   readonly #slaves = new Set<SlaveConnection>();
-  #listener: TCPSocketListener<SlaveConnection | undefined> | null = null;
-  #timer: ReturnType<typeof setInterval> | null = null;
-  #waiters: { offset: number; resolve: (r: AckResult) => void; timer: ReturnType<typeof setTimeout> }[] = [];
+  #listener: HaListener | null = null;
+  #timer: TimerHandle | null = null;
+  #waiters: { offset: number; resolve: (r: AckResult) => void; timer: TimerHandle }[] = [];
 
   constructor(o: HAServiceOptions) {
     this.#o = o;
+    this.#clock = o.clock ?? systemClock;
   }
 
   start(): number {
-    this.#listener = Bun.listen<SlaveConnection | undefined>({
-      hostname: this.#o.host,
-      port: this.#o.port,
-      socket: {
-        binaryType: "uint8array",
-        open: (socket) => {
-          socket.setNoDelay(true);
-          const c = new SlaveConnection(socket);
-          socket.data = c;
-          this.#slaves.add(c);
-          this.#o.log.info(`slave ${c.addr} connected`);
-        },
-        data: (socket, chunk) => {
-          const c = socket.data;
-          if (c) this.#onReport(c, chunk);
-        },
-        drain: (socket) => {
-          const c = socket.data;
-          if (c) this.#pump(c);
-        },
-        close: (socket) => this.#drop(socket.data),
-        error: (socket) => this.#drop(socket.data),
-      },
+    const transport = this.#o.transport ?? tcpTransport;
+    this.#listener = transport.listen(this.#o.host, this.#o.port, (socket): HaSocketEvents => {
+      const c = new SlaveConnection(socket, this.#clock.now());
+      this.#slaves.add(c);
+      this.#o.log.info(`slave ${c.addr} connected`);
+      return {
+        data: (chunk) => this.#onReport(c, chunk),
+        drain: () => this.#pump(c),
+        close: () => this.#drop(c),
+      };
     });
-    this.#timer = setInterval(() => this.#housekeeping(), Math.min(1000, this.#o.heartbeatMs));
+    this.#timer = this.#clock.setInterval(() => this.#housekeeping(), Math.min(1000, this.#o.heartbeatMs));
     return this.#listener.port;
   }
 
@@ -119,14 +115,14 @@ export class HAService {
   }
 
   stop(): void {
-    if (this.#timer) clearInterval(this.#timer);
+    if (this.#timer) this.#clock.clearInterval(this.#timer);
     this.#timer = null;
     for (const c of [...this.#slaves]) c.socket.end();
     this.#slaves.clear();
-    this.#listener?.stop(true);
+    this.#listener?.stop();
     this.#listener = null;
     for (const w of this.#waiters.splice(0)) {
-      clearTimeout(w.timer);
+      this.#clock.clearTimeout(w.timer);
       w.resolve("NO_SLAVE");
     }
   }
@@ -146,7 +142,7 @@ export class HAService {
       const w = {
         offset,
         resolve,
-        timer: setTimeout(() => {
+        timer: this.#clock.setTimeout(() => {
           this.#waiters = this.#waiters.filter((x) => x !== w);
           resolve("TIMEOUT");
         }, timeoutMs),
@@ -157,7 +153,7 @@ export class HAService {
 
   status(): SlaveStatus[] {
     const max = this.#store?.maxPhyOffset ?? 0;
-    const now = Date.now();
+    const now = this.#clock.now();
     return [...this.#slaves].map((c) => {
       const lagBytes = c.ackOffset >= 0 ? Math.max(0, max - c.ackOffset) : max;
       let lagMs = 0;
@@ -208,7 +204,7 @@ export class HAService {
   #onReport(c: SlaveConnection, chunk: Uint8Array): void {
     const offset = c.decoder.feed(chunk);
     if (offset === undefined) return;
-    c.lastReportAt = Date.now();
+    c.lastReportAt = this.#clock.now();
     c.reported = offset;
     this.#applyReport(c, offset);
   }
@@ -227,7 +223,7 @@ export class HAService {
       return;
     }
     c.ackOffset = offset;
-    if (offset >= store.maxPhyOffset) c.caughtUpAt = Date.now();
+    if (offset >= store.maxPhyOffset) c.caughtUpAt = this.#clock.now();
     if (c.transferOffset < 0) {
       // First report: where replication starts. An empty slave gets everything still retained.
       c.transferOffset = offset === 0 ? store.minPhyOffset : offset;
@@ -244,7 +240,7 @@ export class HAService {
     if (done.length === 0) return;
     this.#waiters = this.#waiters.filter((w) => w.offset > best);
     for (const w of done) {
-      clearTimeout(w.timer);
+      this.#clock.clearTimeout(w.timer);
       w.resolve("OK");
     }
   }
@@ -275,7 +271,7 @@ export class HAService {
       const header = encodeChunkHeader(c.transferOffset, n);
       const bytes = seg.buf.subarray(pos, pos + n);
       c.transferOffset += n;
-      c.lastSendAt = Date.now();
+      c.lastSendAt = this.#clock.now();
       // Small chunks (a send or two) go out as one write; large ones straight from the mapping.
       let parts: Uint8Array[];
       if (n <= COPY_MAX_BYTES) {
@@ -306,7 +302,7 @@ export class HAService {
   }
 
   #housekeeping(): void {
-    const now = Date.now();
+    const now = this.#clock.now();
     for (const c of [...this.#slaves]) {
       if (now - c.lastReportAt > this.#o.idleTimeoutMs) {
         this.#o.log.warn(`slave ${c.addr} silent for ${this.#o.idleTimeoutMs} ms: dropping it`);

@@ -179,7 +179,8 @@ export class FrameDecoder {
       return buf;
     }
     if (!isPending && this.#chunksOwned) return buf.subarray(0, pos);
-    return buf.slice(0, pos);
+    // Not buf.slice: on a Buffer (tests, Node) that is a view, not a copy.
+    return Uint8Array.prototype.slice.call(buf, 0, pos);
   }
 
   #append(chunk: Uint8Array): Uint8Array {

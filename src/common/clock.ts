@@ -1,0 +1,28 @@
+/**
+ * Time as a collaborator (STYLE practice 6): the store and the HA service read the time and set
+ * timers only through a `Clock`, so test/sim can run them on simulated time (no real timers, the
+ * same run for the same seed). Production passes `systemClock`, which is Date.now and the global
+ * timers themselves: a handle is the runtime's own timer object, nothing is wrapped or allocated.
+ */
+
+/** Opaque: whatever the clock's setTimeout/setInterval returned. */
+export type TimerHandle = object;
+
+export interface Clock {
+  /** Milliseconds since the epoch. */
+  now(): number;
+  setTimeout(fn: () => void, ms: number): TimerHandle;
+  clearTimeout(t: TimerHandle): void;
+  setInterval(fn: () => void, ms: number): TimerHandle;
+  clearInterval(t: TimerHandle): void;
+}
+
+type RuntimeTimer = ReturnType<typeof setTimeout>;
+
+export const systemClock: Clock = {
+  now: Date.now,
+  setTimeout: (fn, ms) => setTimeout(fn, ms),
+  clearTimeout: (t) => clearTimeout(t as RuntimeTimer),
+  setInterval: (fn, ms) => setInterval(fn, ms),
+  clearInterval: (t) => clearInterval(t as RuntimeTimer),
+};

@@ -1,0 +1,600 @@
+/**
+ * One simulated run (STYLE practice 6): a master store + HAService and a slave store + HAClient in
+ * this process, on an in-memory disk (./disk.ts) and link (./net.ts), on simulated time
+ * (./clock.ts), every choice drawn from one seeded PRNG. `runSimulation(seed)` returns what
+ * happened, or throws on the first broken invariant with the step and the seed in the message.
+ *
+ * Invariants checked:
+ *   I1  the slave's CommitLog is a byte-for-byte prefix of the master's (after a master crash that
+ *       lost a tail the slave already had, the slave's bytes past the master's end must equal that
+ *       lost tail, and the slave must take nothing more until an operator rebuilds it);
+ *   I2  every message acknowledged after SYNC_FLUSH is in the master's CommitLog after any master
+ *       crash; every message acknowledged after a SYNC_MASTER slave ack is on the master or the
+ *       slave after a master crash (a single failure);
+ *   I3  nothing torn is visible: every byte of either CommitLog, up to its end, belongs to a whole
+ *       record (CRC checked, PHYSICALOFFSET right) or a BLANK marker, and a recovered log is a
+ *       prefix of what the crashed process had written;
+ *   I4  ConsumeQueues and the CommitLog agree: each queue has exactly one unit per record of that
+ *       queue, at its queue offset, pointing at it (checked after every recovery and periodically);
+ *   I5  at the end, with faults off, the slave catches up to the master (liveness).
+ */
+import { MessageStore, type FlushDiskType, type MessageStoreOptions, type PutMessageResult } from "../../src/commitlog/index.ts";
+import { decodeRecordAt, parseHostAddress } from "../../src/common/message-record.ts";
+import type { Logger, LogLevel } from "../../src/common/log.ts";
+import { HAClient, HAService } from "../../src/ha/index.ts";
+import { prng } from "../harness/fuzz.ts";
+import { SimClock, type ClockView } from "./clock.ts";
+import { MemDisk, type MemDiskView } from "./disk.ts";
+import { NO_FAULTS, SimNet, type LinkFaults } from "./net.ts";
+
+export interface SimOptions {
+  steps: number;
+  /** Keep a trace of events (printed by the test on failure). */
+  trace?: boolean;
+}
+
+export interface SimResult {
+  seed: number;
+  config: string;
+  steps: number;
+  simulatedMs: number;
+  sent: number;
+  acked: { flush: number; replica: number; plain: number };
+  crashes: { master: number; slave: number };
+  cleanRestarts: number;
+  tornFiles: number;
+  slaveRebuilds: number;
+  lostAfterDoubleFailure: number;
+  /** Recoveries that kept a record whose never-flushed topic/properties were torn (see checkRecovered). */
+  tornTailsAccepted: number;
+  link: SimNet["stats"];
+  masterEnd: number;
+}
+
+interface Ack {
+  id: number;
+  phy: number;
+  bytes: Uint8Array;
+  kind: "flush" | "replica";
+}
+
+const MASTER_DIR = "/m";
+const SLAVE_DIR = "/s";
+const HA_HOST = "master";
+const HA_PORT = 10912;
+
+class SimLogger implements Logger {
+  readonly #name: string;
+  readonly #trace: string[] | null;
+  readonly #now: () => number;
+  constructor(name: string, trace: string[] | null, now: () => number) {
+    this.#name = name;
+    this.#trace = trace;
+    this.#now = now;
+  }
+  #emit(level: LogLevel, msg: string): void {
+    this.#trace?.push(`${this.#now()} ${level} [${this.#name}] ${msg}`);
+  }
+  debug = (m: string) => this.#emit("debug", m);
+  info = (m: string) => this.#emit("info", m);
+  warn = (m: string) => this.#emit("warn", m);
+  error = (m: string) => this.#emit("error", m);
+  rateLimited = (level: LogLevel, _key: string, m: string) => this.#emit(level, m);
+}
+
+export class InvariantError extends Error {
+  override name = "InvariantError";
+}
+
+/** The CommitLog as one byte array from offset 0 (no retention runs in the simulation). */
+function logBytes(store: MessageStore): Uint8Array {
+  const cl = store.commitLog;
+  const out = new Uint8Array(cl.maxOffset);
+  for (const seg of cl.segments) out.set(seg.buf.subarray(0, Math.min(seg.wrotePosition, out.length - seg.fileFromOffset)), seg.fileFromOffset);
+  return out;
+}
+
+function equalRange(a: Uint8Array, b: Uint8Array, from: number, to: number, skip: readonly { from: number; to: number }[] = []): number {
+  for (let i = from; i < to; i++) {
+    if (a[i] === b[i]) continue;
+    const r = skip.find((x) => i >= x.from && i < x.to);
+    if (r) {
+      i = r.to - 1;
+      continue;
+    }
+    return i;
+  }
+  return -1;
+}
+
+/**
+ * Where a recovered log first differs from what the process had written, outside the ranges
+ * recovery reported as damaged (never served): -1 if it is a prefix. `inRecordTail` tells whether
+ * that byte lies in the topic/properties of a record, the part BODYCRC does not cover.
+ */
+function firstDifference(before: Uint8Array, after: Uint8Array, store: MessageStore): { at: number; inRecordTail: boolean } {
+  const at = equalRange(before, after, 0, Math.min(before.length, after.length), store.corruptRanges);
+  if (at < 0) return { at: after.length > before.length ? before.length : -1, inRecordTail: false };
+  let inRecordTail = false;
+  for (const seg of store.commitLog.segments) {
+    if (at < seg.fileFromOffset || at >= seg.fileFromOffset + seg.wrotePosition) continue;
+    let pos = 0;
+    const buf = seg.buf.subarray(0, seg.wrotePosition);
+    while (pos < buf.length) {
+      const r = decodeRecordAt(buf, pos, { checkCrc: false, readBody: false });
+      if (!("totalSize" in r)) break;
+      const start = seg.fileFromOffset + pos;
+      if (at >= start && at < start + r.totalSize) {
+        const bodyEnd = start + 88 + new DataView(buf.buffer, buf.byteOffset + pos + 84, 4).getInt32(0);
+        inRecordTail = at >= bodyEnd;
+        break;
+      }
+      pos += r.totalSize;
+    }
+  }
+  return { at, inRecordTail };
+}
+
+export async function runSimulation(seed: number, opts: SimOptions): Promise<SimResult> {
+  const trace: string[] | null = opts.trace ? [] : null;
+  try {
+    return await run(seed, opts, trace);
+  } catch (e) {
+    // The end of the trace says what led here; the whole run replays with the same seed.
+    if (trace) process.stderr.write(`sim: trace of seed ${seed} (last 80 events):\n${trace.slice(-80).join("\n")}\n`);
+    throw e;
+  }
+}
+
+async function run(seed: number, opts: SimOptions, trace: string[] | null): Promise<SimResult> {
+  const rng = prng(seed);
+  const sim = new SimClock();
+  const note = (m: string) => trace?.push(`${sim.now} ${m}`);
+  const disk = new MemDisk(rng, rng.int(0, 8));
+  const faults: LinkFaults = { delayMaxMs: rng.int(0, 30), partial: rng.pick([0, 0.05, 0.3]), drop: rng.pick([0, 0.002, 0.01]) };
+  const net = new SimNet(sim, rng, faults);
+
+  const segmentBytes = rng.pick([4096, 8192, 16384]);
+  const masterFlush: FlushDiskType = rng.bool() ? "SYNC_FLUSH" : "ASYNC_FLUSH";
+  const slaveFlush: FlushDiskType = rng.bool() ? "SYNC_FLUSH" : "ASYNC_FLUSH";
+  const syncMaster = rng.bool(0.6);
+  const batchBytes = rng.pick([256, 2048, 32768]);
+  const config =
+    `segmentBytes=${segmentBytes} master=${masterFlush}${syncMaster ? "+SYNC_MASTER" : ""} slave=${slaveFlush} ` +
+    `haBatch=${batchBytes} link=${JSON.stringify(faults)}`;
+  note(`config ${config}`);
+
+  // Drawn once per side: a store must be reopened with the configuration it was created with.
+  const tuning = () => ({
+    flushIntervalMs: rng.pick([20, 100, 500]),
+    consumeQueueUnitsPerFile: rng.pick([8, 32, 128]),
+    checkpointIntervalMs: rng.pick([50, 200, 1000]),
+    flushConsumeQueueLeastPages: rng.pick([0, 1, 2]),
+    flushConsumeQueueThoroughIntervalMs: rng.pick([500, 5000]),
+    flushCommitLogLeastPages: rng.pick([0, 1, 4]),
+    flushCommitLogThoroughIntervalMs: rng.pick([200, 2000]),
+  });
+  const masterTuning = tuning();
+  const slaveTuning = tuning();
+  const storeOptions = (dir: string, clock: ClockView, view: MemDiskView, readOnly: boolean): MessageStoreOptions => ({
+    dir,
+    segmentBytes,
+    flushDiskType: readOnly ? slaveFlush : masterFlush,
+    syncFlushTimeoutMs: 5000,
+    indexSlotNum: 16,
+    indexNum: 64,
+    maxMessageSizeBytes: 2048,
+    checkCrcOnRecover: true,
+    fileReservedTimeHours: 72,
+    deleteWhen: "04",
+    diskMaxUsedSpaceRatio: 0.99,
+    diskCriticalRatio: 0.999,
+    deleteCommitLogFilesIntervalMs: 3_600_000,
+    maxTransferBytesOnMessageInMemory: 256 * 1024,
+    maxTransferCountOnMessageInMemory: 32,
+    maxTransferBytesOnMessageInDisk: 64 * 1024,
+    maxTransferCountOnMessageInDisk: 8,
+    accessMessageInMemoryMaxRatio: 40,
+    accessMessageInMemoryMaxBytes: 1 << 30,
+    storeHost: parseHostAddress("10.0.0.1:10911"),
+    releaseColdIntervalMs: 3_600_000,
+    ...(readOnly ? slaveTuning : masterTuning),
+    readOnly,
+    clock,
+    disk: view,
+  });
+
+  // ------------------------------------------------------------------ processes
+
+  interface Master {
+    clock: ClockView;
+    store: MessageStore;
+    ha: HAService;
+  }
+  interface Slave {
+    clock: ClockView;
+    store: MessageStore;
+    client: HAClient;
+  }
+  let master: Master | null = null;
+  let slave: Slave | null = null;
+
+  const startMaster = (): Master => {
+    const clock = sim.view();
+    const store = MessageStore.open(storeOptions(MASTER_DIR, clock, disk.view(clock), false));
+    const ha = new HAService({
+      host: HA_HOST,
+      port: HA_PORT,
+      batchBytes,
+      heartbeatMs: 500,
+      idleTimeoutMs: 3000,
+      slaveFallbehindMaxBytes: 1 << 30,
+      log: new SimLogger("ha-master", trace, () => sim.now),
+      transport: net.endpoint(HA_HOST, clock),
+      clock,
+    });
+    ha.start();
+    ha.attachStore(store);
+    store.onAppend = () => ha.notifyNewData();
+    if (syncMaster) store.replicaWait = (offset) => ha.waitForAck(offset, 3000);
+    note(`master up, recovered end ${store.maxPhyOffset}: ${JSON.stringify(store.recovery?.problems ?? [])}`);
+    return { clock, store, ha };
+  };
+
+  const startSlave = (): Slave => {
+    const clock = sim.view();
+    const store = MessageStore.open(storeOptions(SLAVE_DIR, clock, disk.view(clock), true));
+    const client = new HAClient({
+      store,
+      masterHaAddr: () => `${HA_HOST}:${HA_PORT}`,
+      reportIntervalMs: rng.pick([100, 500]),
+      idleTimeoutMs: 3000,
+      reconnectMs: rng.pick([50, 300]),
+      connectTimeoutMs: 1000,
+      log: new SimLogger("ha-slave", trace, () => sim.now),
+      clock,
+      transport: net.endpoint("slave", clock),
+    });
+    client.start();
+    note(`slave up, recovered end ${store.maxPhyOffset}: ${JSON.stringify(store.recovery?.problems ?? [])}`);
+    return { clock, store, client };
+  };
+
+  // ------------------------------------------------------------------ model and checks
+
+  let step = 0;
+  const fail = (what: string): never => {
+    throw new InvariantError(`seed ${seed} step ${step} t=${sim.now - 1_700_000_000_000}ms: ${what}\nconfig: ${config}`);
+  };
+  const acks: Ack[] = [];
+  /** Replica-acked messages that survived a master crash only on the slave. */
+  const slaveOnly = new Set<Ack>();
+  /** After a master crash that lost bytes the slave had: what the master had written there. */
+  let lostTail: { from: number; bytes: Uint8Array; slaveEnd: number } | null = null;
+  const result: SimResult = {
+    seed,
+    config,
+    steps: opts.steps,
+    simulatedMs: 0,
+    sent: 0,
+    acked: { flush: 0, replica: 0, plain: 0 },
+    crashes: { master: 0, slave: 0 },
+    cleanRestarts: 0,
+    tornFiles: 0,
+    slaveRebuilds: 0,
+    lostAfterDoubleFailure: 0,
+    tornTailsAccepted: 0,
+    link: net.stats,
+    masterEnd: 0,
+  };
+
+  /** I3: whole records (CRC, offset) or BLANK markers up to the end; returns queue offset → phy per queue. */
+  const checkRecords = (store: MessageStore, who: string): Map<string, Map<number, number>> => {
+    const queues = new Map<string, Map<number, number>>();
+    for (const seg of store.commitLog.segments) {
+      const buf = seg.buf.subarray(0, seg.wrotePosition);
+      let pos = 0;
+      while (pos < buf.length) {
+        // Damage recovery reported is skipped (never served); everything else must be whole.
+        const damaged = store.corruptRanges.find((x) => x.from === seg.fileFromOffset + pos);
+        if (damaged) {
+          if (damaged.to >= seg.fileFromOffset + seg.fileSize) break;
+          pos = damaged.to - seg.fileFromOffset;
+          continue;
+        }
+        const r = decodeRecordAt(buf, pos, { checkCrc: true, readBody: false });
+        if ("blank" in r) {
+          if (pos + r.blank !== seg.fileSize) fail(`${who}: BLANK marker at ${seg.fileFromOffset + pos} does not reach the segment end`);
+          break;
+        }
+        if (!("totalSize" in r)) return fail(`${who}: bytes at ${seg.fileFromOffset + pos} are not a record: ${JSON.stringify(r)}`);
+        if (r.physicalOffset !== seg.fileFromOffset + pos) fail(`${who}: record at ${seg.fileFromOffset + pos} claims ${r.physicalOffset}`);
+        const key = `${r.topic}-${r.queueId}`;
+        let q = queues.get(key);
+        if (!q) queues.set(key, (q = new Map()));
+        if (q.has(r.queueOffset)) fail(`${who}: two records with queue offset ${r.queueOffset} in ${key}`);
+        q.set(r.queueOffset, r.physicalOffset);
+        pos += r.totalSize;
+      }
+    }
+    return queues;
+  };
+
+  /** I4: each queue has a unit per record, pointing at it; other units point only into reported damage. */
+  const checkQueues = (store: MessageStore, who: string): void => {
+    const queues = checkRecords(store, who);
+    const damaged = (phy: number) => store.corruptRanges.some((x) => phy >= x.from && phy < x.to);
+    const keys = new Set(queues.keys());
+    for (const [topic, ids] of store.queues()) for (const qid of ids) keys.add(`${topic}-${qid}`);
+    for (const key of keys) {
+      const dash = key.lastIndexOf("-");
+      const topic = key.slice(0, dash);
+      const qid = Number(key.slice(dash + 1));
+      const records = queues.get(key) ?? new Map<number, number>();
+      const max = store.getMaxOffsetInQueue(topic, qid);
+      const last = Math.max(-1, ...records.keys());
+      if (max !== last + 1 && !(max > last + 1 && damaged(store.getCommitLogOffsetInQueue(topic, qid, max - 1))))
+        fail(`${who}: queue ${key} max offset ${max}, but its last record in the CommitLog has queue offset ${last}`);
+      for (let i = 0; i < max; i++) {
+        const phy = store.getCommitLogOffsetInQueue(topic, qid, i);
+        const want = records.get(i);
+        // No record: a filler unit (offset 0, padding over records lost to damage) or a unit into damage.
+        if (want === undefined ? phy !== 0 && !damaged(phy) : phy !== want)
+          fail(`${who}: queue ${key} unit ${i} points at ${phy}, the record with that queue offset is at ${want ?? "(none)"}`);
+      }
+    }
+    if (store.dispatchedOffset !== store.maxPhyOffset && !store.commitLog.segments.at(-1)?.isFull)
+      fail(`${who}: dispatched ${store.dispatchedOffset} != end ${store.maxPhyOffset}`);
+  };
+
+  /** I1 */
+  const checkPrefix = (): void => {
+    if (!master || !slave) return;
+    const m = logBytes(master.store);
+    const s = logBytes(slave.store);
+    const common = Math.min(m.length, s.length);
+    const at = equalRange(m, s, 0, common, [...slave.store.corruptRanges, ...master.store.corruptRanges]);
+    if (at >= 0) fail(`slave CommitLog differs from the master's at ${at} (master end ${m.length}, slave end ${s.length})`);
+    if (s.length > m.length) {
+      if (!lostTail) return fail(`slave end ${s.length} is past the master's end ${m.length} without a master crash explaining it`);
+      const bad = equalRange(lostTail.bytes, s, m.length, s.length);
+      if (bad >= 0) fail(`slave byte at ${bad} (past the master's end) is not what the crashed master had written there`);
+      if (s.length > lostTail.slaveEnd) fail(`slave took bytes past ${lostTail.slaveEnd} after the master lost its tail`);
+    }
+  };
+
+  /** I2 for the master's SYNC_FLUSH acks; moves replica acks the master lost to `slaveOnly`. */
+  const checkAcksAfterMasterRecovery = (): void => {
+    const m = logBytes(master!.store);
+    const s = slave ? logBytes(slave.store) : new Uint8Array(0);
+    for (const a of acks) {
+      const onMaster = a.phy + a.bytes.length <= m.length && equalRange(a.bytes, m.subarray(a.phy), 0, a.bytes.length) < 0;
+      if (onMaster) continue;
+      if (a.kind === "flush") fail(`message ${a.id} at ${a.phy} was acknowledged after SYNC_FLUSH but the recovered master lost it`);
+      const onSlave = a.phy + a.bytes.length <= s.length && equalRange(a.bytes, s.subarray(a.phy), 0, a.bytes.length) < 0;
+      if (!onSlave && !slaveOnly.has(a)) fail(`message ${a.id} at ${a.phy} was acknowledged by the slave (SYNC_MASTER) but neither side has it`);
+      slaveOnly.add(a);
+    }
+  };
+
+  /** I3 after a crash: the recovered log is a prefix of what was written (damage reported aside). */
+  const checkRecovered = (before: Uint8Array, after: Uint8Array, store: MessageStore, who: string): void => {
+    const d = firstDifference(before, after, store);
+    if (d.at < 0) return;
+    const what = `recovered ${who} log (end ${after.length}) is not a prefix of what it had written (end ${before.length}), first difference at ${d.at}`;
+    // RocketMQ's record layout has no checksum over topic and properties (BODYCRC covers the body):
+    // a tear inside them, in bytes that were never flushed, passes recovery. Known, counted, and
+    // fatal only with SIM_STRICT=1 (see docs/ARCHITECTURE.md, test/sim).
+    if (d.inRecordTail && process.env.SIM_STRICT !== "1") {
+      result.tornTailsAccepted++;
+      note(`KNOWN: ${what} (inside a record's topic/properties)`);
+      return;
+    }
+    fail(what);
+  };
+
+  // ------------------------------------------------------------------ faults
+
+  const crashMaster = async (): Promise<void> => {
+    if (!master) return;
+    result.crashes.master++;
+    const before = logBytes(master.store);
+    const slaveEnd = slave ? slave.store.maxPhyOffset : 0;
+    master.clock.dead = true;
+    net.kill(master.clock, rng.bool());
+    const torn = disk.crash(MASTER_DIR, rng);
+    result.tornFiles += torn.tornFiles;
+    note(`master crashed at end ${before.length} (${torn.tornFiles} files torn, ${torn.garbageBytes} garbage bytes)`);
+    master = null;
+    await sim.advance(rng.int(0, 2000));
+    master = startMaster();
+    const after = logBytes(master.store);
+    checkRecovered(before, after, master.store, "master");
+    checkQueues(master.store, "master after recovery");
+    // Bytes the master sent before it died still reach the slave while it is down (TCP delivers
+    // what was in flight): the slave's end is taken now, not at the crash.
+    const slaveNow = slave ? slave.store.maxPhyOffset : 0;
+    if (slave && Math.max(slaveEnd, slaveNow) > after.length && !lostTail)
+      lostTail = { from: after.length, bytes: before, slaveEnd: Math.max(slaveEnd, slaveNow) };
+    checkAcksAfterMasterRecovery();
+  };
+
+  const crashSlave = async (): Promise<void> => {
+    if (!slave) return;
+    result.crashes.slave++;
+    const before = logBytes(slave.store);
+    slave.clock.dead = true;
+    net.kill(slave.clock, rng.bool());
+    const torn = disk.crash(SLAVE_DIR, rng);
+    result.tornFiles += torn.tornFiles;
+    note(`slave crashed at end ${before.length} (${torn.tornFiles} files torn)`);
+    slave = null;
+    await sim.advance(rng.int(0, 2000));
+    slave = startSlave();
+    const after = logBytes(slave.store);
+    checkRecovered(before, after, slave.store, "slave");
+    checkQueues(slave.store, "slave after recovery");
+    // A replica ack that lived only on the slave and died in its power cut: a double failure.
+    for (const a of [...slaveOnly]) {
+      if (a.phy + a.bytes.length > after.length) {
+        slaveOnly.delete(a);
+        acks.splice(acks.indexOf(a), 1);
+        result.lostAfterDoubleFailure++;
+      }
+    }
+  };
+
+  const cleanRestart = async (which: "master" | "slave"): Promise<void> => {
+    result.cleanRestarts++;
+    if (which === "master" && master) {
+      master.ha.stop();
+      await master.store.shutdown();
+      master.clock.dead = true;
+      master = null;
+      await sim.advance(rng.int(0, 500));
+      master = startMaster();
+      if (master.store.recovery?.abnormal) fail("a clean shutdown was recovered as a crash");
+      checkQueues(master.store, "master after clean restart");
+    } else if (which === "slave" && slave) {
+      slave.client.stop();
+      await slave.store.shutdown();
+      slave.clock.dead = true;
+      slave = null;
+      await sim.advance(rng.int(0, 500));
+      slave = startSlave();
+      checkQueues(slave.store, "slave after clean restart");
+    }
+  };
+
+  /** The operator's answer to a slave holding bytes its master lost: empty it and let it copy again. */
+  const rebuildSlave = async (): Promise<void> => {
+    if (!slave) return;
+    result.slaveRebuilds++;
+    note(`rebuilding the slave (it holds ${slave.store.maxPhyOffset - lostTail!.from} bytes the master lost)`);
+    slave.client.stop();
+    await slave.store.shutdown();
+    slave.clock.dead = true;
+    disk.wipe(SLAVE_DIR);
+    for (const a of [...slaveOnly]) {
+      acks.splice(acks.indexOf(a), 1);
+      result.lostAfterDoubleFailure++;
+    }
+    slaveOnly.clear();
+    lostTail = null;
+    slave = startSlave();
+  };
+
+  // ------------------------------------------------------------------ workload
+
+  let nextId = 0;
+  const send = (): void => {
+    const m = master;
+    if (!m) return;
+    const n = rng.int(1, 4);
+    const wait = rng.bool(0.8);
+    const reqs = [];
+    for (let i = 0; i < n; i++) {
+      const id = nextId++;
+      const body = new Uint8Array(rng.int(1, 600));
+      for (let k = 0; k < body.length; k++) body[k] = (id * 31 + k) & 0xff;
+      const topic = rng.pick(["TopicA", "TopicB"]);
+      const keyed = rng.bool(0.3);
+      reqs.push({
+        topic,
+        queueId: rng.int(0, 2),
+        flag: 0,
+        body,
+        properties: keyed ? `KEYS\u0001k${id}\u0002UNIQ_KEY\u0001u${id}` : `TAGS\u0001t${id % 3}`,
+        sysFlag: 0,
+        bornTimestamp: sim.now,
+        bornHost: parseHostAddress("10.0.0.9:50000"),
+        reconsumeTimes: 0,
+        preparedTransactionOffset: 0,
+        waitStoreMsgOK: wait,
+      });
+    }
+    result.sent += n;
+    const onDone = (first: number, r: PutMessageResult) => {
+      if (m !== master) return; // the process crashed meanwhile: the producer never heard back
+      if (r.status !== "PUT_OK") return;
+      if (!wait) {
+        result.acked.plain += n;
+        return;
+      }
+      const kind = masterFlush === "SYNC_FLUSH" ? "flush" : syncMaster ? "replica" : null;
+      if (kind === null) {
+        result.acked.plain += n;
+        return;
+      }
+      for (let i = 0; i < r.appended.length; i++) {
+        const a = r.appended[i]!;
+        const bytes = m.store.commitLog.read(a.physicalOffset, a.size);
+        if (!bytes) return fail(`acknowledged message ${first + i} at ${a.physicalOffset} is not readable`);
+        acks.push({ id: first + i, phy: a.physicalOffset, bytes: bytes.slice(), kind });
+        // SYNC_FLUSH + SYNC_MASTER: both hold; the stronger claim (on the master's disk) is checked.
+        if (kind === "flush") result.acked.flush++;
+        else result.acked.replica++;
+      }
+    };
+    const first = nextId - n;
+    // One batch (all or nothing), or n independent sends in the same turn (one pwrite, one flush).
+    if (rng.bool(0.5)) void m.store.putMessages(reqs).then((r) => onDone(first, r));
+    else reqs.forEach((q, i) => void m.store.putMessage(q).then((r) => onDone(first + i, r)));
+  };
+
+  // ------------------------------------------------------------------ run
+
+  master = startMaster();
+  slave = startSlave();
+  const pCrash = rng.pick([0.005, 0.015, 0.03]);
+  for (step = 0; step < opts.steps; step++) {
+    const r = rng.next();
+    if (r < 0.45) send();
+    else if (r < 0.85) await sim.advance(rng.int(1, 150));
+    else if (r < 0.88) {
+      if (!net.partitioned) {
+        net.partition();
+        const ms = rng.int(50, 6000);
+        note(`partition for ${ms} ms`);
+        sim.schedule(ms, () => net.heal(), null);
+      }
+    } else if (r < 0.9) net.resetAll();
+    else if (r < 0.9 + pCrash) await crashMaster();
+    else if (r < 0.9 + 2 * pCrash) await crashSlave();
+    else if (r < 0.9 + 2 * pCrash + 0.005) await cleanRestart(rng.bool() ? "master" : "slave");
+    else await sim.advance(rng.int(0, 20));
+    net.sweep();
+    checkPrefix();
+    if (step % 25 === 0) {
+      if (master) checkQueues(master.store, "master");
+      if (slave) checkQueues(slave.store, "slave");
+    }
+    // An operator notices a slave stuck past its master's end after a while.
+    if (lostTail && rng.bool(0.02)) await rebuildSlave();
+  }
+
+  // Quiet period: no faults; everything acknowledged so far must be on the master; the slave
+  // must catch up (after a rebuild if the master lost bytes the slave had).
+  net.faults = NO_FAULTS;
+  if (net.partitioned) net.heal();
+  await sim.advance(4000);
+  if (lostTail) await rebuildSlave();
+  const caughtUp = await sim.until(
+    () => slave!.store.maxPhyOffset === master!.store.maxPhyOffset && slave!.store.dispatchedOffset === slave!.store.maxPhyOffset,
+    60_000,
+  );
+  if (!caughtUp) fail(`the slave did not catch up: slave end ${slave!.store.maxPhyOffset}, master end ${master!.store.maxPhyOffset}`);
+  checkPrefix();
+  checkQueues(master!.store, "master at the end");
+  checkQueues(slave!.store, "slave at the end");
+  result.masterEnd = master!.store.maxPhyOffset;
+  result.simulatedMs = sim.now - 1_700_000_000_000;
+  // Stop both cleanly (the clocks die with them).
+  master!.ha.stop();
+  slave!.client.stop();
+  await Promise.all([master!.store.shutdown(), slave!.store.shutdown()]);
+  master!.clock.dead = true;
+  slave!.clock.dead = true;
+  if (trace && process.env.SIM_TRACE) for (const l of trace) process.stderr.write(l + "\n");
+  return result;
+}
