@@ -91,6 +91,8 @@ export class PushConsumer {
   readonly #fromWhere: FromWhere;
   readonly #subs = new Map<string, { sub: Subscription; handler: MessageHandler }>();
   readonly #queues = new Map<string, ProcessQueue>();
+  /** The keys of #queues by topic: a rebalance pass looks at one topic's queues, not all of them. */
+  readonly #queuesByTopic = new Map<string, Set<string>>();
   readonly #offsets: OffsetStore;
   #running = false;
   #timers: ReturnType<typeof setInterval>[] = [];
@@ -181,6 +183,7 @@ export class PushConsumer {
     await this.#persistOffsets();
     if (this.#o.orderly) await this.#unlock([...this.#queues.values()].filter((p) => !p.orderlyBusy).map((p) => p.mq));
     this.#queues.clear();
+    this.#queuesByTopic.clear();
     await this.#client.shutdown();
   }
 
@@ -205,6 +208,8 @@ export class PushConsumer {
       do {
         this.#rebalanceAgain = false;
         for (const [topic, { sub }] of this.#subs) {
+          // Shutting down: stop at the next topic (a pass over 1,250 topics takes seconds).
+          if (!this.#running) break;
           try {
             const mine = await allocate(this.#client, this.#o.group, topic, this.#model);
             await this.#applyAllocation(topic, sub, mine);
@@ -222,10 +227,13 @@ export class PushConsumer {
   async #applyAllocation(topic: string, sub: Subscription, mine: MessageQueue[]): Promise<void> {
     const wanted = new Map(mine.map((mq) => [mqKey(mq), mq]));
     const dropped: ProcessQueue[] = [];
-    for (const [k, pq] of this.#queues) {
-      if (pq.mq.topic !== topic || wanted.has(k)) continue;
+    const keys = this.#queuesByTopic.get(topic);
+    for (const k of keys ?? []) {
+      const pq = this.#queues.get(k);
+      if (!pq || wanted.has(k)) continue;
       pq.dropped = true;
       this.#queues.delete(k);
+      keys!.delete(k);
       dropped.push(pq);
     }
     if (dropped.length > 0) {
@@ -253,6 +261,9 @@ export class PushConsumer {
       const pq = new ProcessQueue(mq, sub, offset);
       if (this.#o.orderly) pq.lockedUntil = lockedAt + LOCK_TTL_MS;
       this.#queues.set(k, pq);
+      let byTopic = this.#queuesByTopic.get(mq.topic);
+      if (!byTopic) this.#queuesByTopic.set(mq.topic, (byTopic = new Set()));
+      byTopic.add(k);
       void this.#pullLoop(pq);
     });
   }

@@ -37,6 +37,15 @@ interface Pending {
 
 let nextConnectionId = 1;
 
+/**
+ * A turn's writes go out at once when this much is queued (see sendBytes). Measured with
+ * `rocketbun bench producer` (32 in flight) against a standalone broker on this 2-core machine:
+ * 1 KiB bodies 38-40k → 66-77k msgs/s at 16 KiB (32 and 64 KiB: no gain); 128 B bodies 52k →
+ * 87k msgs/s at 16 frames (8: 82k). Both sides also spent less CPU per message.
+ */
+const EAGER_FLUSH_BYTES = 16 * 1024;
+const EAGER_FLUSH_FRAMES = 16;
+
 /** Java shows IPv4-mapped IPv6 peers as IPv4; so do we (ali-ons only decodes IPv4 hosts). */
 export function normalizeAddress(host: string, port: number): string {
   const v4 = host.startsWith("::ffff:") ? host.slice(7) : host;
@@ -153,6 +162,13 @@ export class RemotingConnection {
       );
       this.close();
       return false;
+    }
+    // Enough for one write already: send it now instead of at the end of the turn, so the peer
+    // starts on the first part of a burst while this side still encodes the rest (with 32 sends
+    // in flight, client and broker otherwise take turns on a 2-core machine instead of overlapping).
+    if ((this.#queuedBytes >= EAGER_FLUSH_BYTES || this.#queue.length >= EAGER_FLUSH_FRAMES) && !this.#waitingDrain) {
+      this.#flush();
+      return !this.#closed;
     }
     if (!this.#flushScheduled && !this.#waitingDrain) {
       this.#flushScheduled = true;
