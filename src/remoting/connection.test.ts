@@ -10,7 +10,8 @@ function fakeSocket(): SocketLike & { writes: Uint8Array[] } {
   return {
     writes,
     write: (d) => {
-      writes.push(d.slice());
+      // A copy, as a real socket takes one: the connection reuses its buffer (Buffer.slice would be a view).
+      writes.push(Uint8Array.prototype.slice.call(d));
       return d.length;
     },
     end: () => {},
@@ -70,4 +71,32 @@ test("a burst is written in parts as it is queued (16 frames or 16 KiB), in orde
   await Promise.resolve();
   expect(big.writes).toHaveLength(2);
   expect(decodeAll(big.writes)).toEqual(bigReqs.map((r) => r.opaque));
+});
+
+test("a socket that takes only part of a write: the rest waits for drain, in order, while more is queued behind it", async () => {
+  const writes: Uint8Array[] = [];
+  let budget = 1000;
+  const sock: SocketLike = {
+    write: (d) => {
+      const n = Math.min(budget, d.length);
+      budget -= n;
+      writes.push(Uint8Array.prototype.slice.call(d, 0, n));
+      return n;
+    },
+    end: () => {},
+    remoteAddress: "127.0.0.1",
+    remotePort: 1,
+  };
+  const c = conn(sock);
+  const reqs = Array.from({ length: 30 }, (_, i) => createRequest(10, { i: String(i) }, new Uint8Array(200).fill(i)));
+  for (const r of reqs.slice(0, 20)) c.send(r);
+  await Promise.resolve();
+  // Queued while waiting for drain: appended behind the unwritten rest, not written yet.
+  for (const r of reqs.slice(20)) c.send(r);
+  await Promise.resolve();
+  const before = writes.length;
+  budget = Infinity;
+  c.handleDrain();
+  expect(writes.length).toBe(before + 1);
+  expect(decodeAll(writes)).toEqual(reqs.map((r) => r.opaque));
 });

@@ -61,8 +61,19 @@ export function decodeCommand(frame: Uint8Array): RemotingCommand | Invalid {
   return cmd;
 }
 
-/** Encodes the header in the command's serialize type, followed by the body. */
-export function encodeCommand(cmd: RemotingCommand): Uint8Array {
+/** A command ready to be written: its header encoded (JSON as text), its size known. */
+export interface PreparedFrame {
+  cmd: RemotingCommand;
+  binaryHeader: Uint8Array | null;
+  jsonHeader: string;
+  headerLength: number;
+  bodyLength: number;
+  /** Bytes of the whole frame, length field included. */
+  size: number;
+}
+
+/** Encodes the header (JSON as text, measured; ROCKETMQ as bytes) and sizes the frame. */
+export function prepareFrame(cmd: RemotingCommand): PreparedFrame {
   const h: DecodedHeader = {
     code: cmd.code,
     language: cmd.language,
@@ -72,27 +83,44 @@ export function encodeCommand(cmd: RemotingCommand): Uint8Array {
   };
   if (cmd.remark !== undefined) h.remark = cmd.remark;
   if (cmd.extFields !== undefined) h.extFields = cmd.extFields;
-  // JSON headers are encoded straight into the frame (Buffer.write): no separate header array.
-  const binary = cmd.serializeType === SerializeType.ROCKETMQ ? encodeRocketmqHeader(h) : null;
-  const text = binary === null ? encodeJsonHeaderText(h) : "";
-  const headerLength = binary !== null ? binary.length : Buffer.byteLength(text, "utf8");
-  const parts = cmd.body ? undefined : cmd.bodyParts;
+  const binaryHeader = cmd.serializeType === SerializeType.ROCKETMQ ? encodeRocketmqHeader(h) : null;
+  const jsonHeader = binaryHeader === null ? encodeJsonHeaderText(h) : "";
+  const headerLength = binaryHeader !== null ? binaryHeader.length : Buffer.byteLength(jsonHeader, "utf8");
   let bodyLength = cmd.body?.length ?? 0;
-  if (parts) for (const p of parts) bodyLength += p.length;
-  // Uninitialised memory is fine: every byte is written below (prefix, header, body).
-  const out: Uint8Array = Buffer.allocUnsafe(FRAME_PREFIX_SIZE + headerLength + bodyLength);
-  writeUint32(out, 0, FRAME_HEADER_LENGTH_FIELD_SIZE + headerLength + bodyLength);
-  writeUint32(out, 4, (((cmd.serializeType & 0xff) << 24) | headerLength) >>> 0);
-  if (binary !== null) out.set(binary, FRAME_PREFIX_SIZE);
-  else (out as Buffer).write(text, FRAME_PREFIX_SIZE, headerLength, "utf8");
-  if (cmd.body) out.set(cmd.body, FRAME_PREFIX_SIZE + headerLength);
-  else if (parts) {
-    let pos = FRAME_PREFIX_SIZE + headerLength;
-    for (const p of parts) {
-      out.set(p, pos);
-      pos += p.length;
+  if (!cmd.body && cmd.bodyParts) for (const p of cmd.bodyParts) bodyLength += p.length;
+  return { cmd, binaryHeader, jsonHeader, headerLength, bodyLength, size: FRAME_PREFIX_SIZE + headerLength + bodyLength };
+}
+
+/**
+ * Writes a prepared frame at out[pos, pos + f.size); returns the position after it. `out` is a
+ * Buffer so the JSON header is written in place (Buffer.write): no separate header array.
+ */
+export function writeFrame(out: Buffer, pos: number, f: PreparedFrame): number {
+  const { cmd, headerLength, bodyLength } = f;
+  writeUint32(out, pos, FRAME_HEADER_LENGTH_FIELD_SIZE + headerLength + bodyLength);
+  writeUint32(out, pos + 4, (((cmd.serializeType & 0xff) << 24) | headerLength) >>> 0);
+  let p = pos + FRAME_PREFIX_SIZE;
+  if (f.binaryHeader !== null) out.set(f.binaryHeader, p);
+  else out.write(f.jsonHeader, p, headerLength, "utf8");
+  p += headerLength;
+  if (cmd.body) {
+    out.set(cmd.body, p);
+    p += cmd.body.length;
+  } else if (cmd.bodyParts) {
+    for (const part of cmd.bodyParts) {
+      out.set(part, p);
+      p += part.length;
     }
   }
+  return p;
+}
+
+/** Encodes the header in the command's serialize type, followed by the body, into a new array. */
+export function encodeCommand(cmd: RemotingCommand): Uint8Array {
+  const f = prepareFrame(cmd);
+  // Uninitialised memory is fine: writeFrame writes every byte (prefix, header, body).
+  const out = Buffer.allocUnsafe(f.size);
+  writeFrame(out, 0, f);
   return out;
 }
 

@@ -6,7 +6,10 @@
 import { connect as netConnect, type Socket as NetSocket } from "node:net";
 
 export interface SocketLike {
-  /** Writes what it can; returns bytes taken (-1 if closed). Less than all means: wait for drain. */
+  /**
+   * Writes what it can; returns bytes taken (-1 if closed). Less than all means: wait for drain.
+   * Must not keep `data` after returning: the connection reuses its buffer.
+   */
   write(data: Uint8Array): number;
   end(): void;
   readonly remoteAddress: string;
@@ -58,8 +61,9 @@ function connectNode(host: string, port: number, ev: SocketEvents): Promise<Sock
     const sock: NetSocket = netConnect({ host, port });
     let opened = false;
     const like: SocketLike = {
-      // node:net buffers internally; report everything taken and let 'drain' pace big writers.
-      write: (data) => (sock.destroyed ? -1 : (sock.write(data), data.length)),
+      // node:net buffers internally (keeping a reference to what it is given, hence the copy);
+      // report everything taken and let 'drain' pace big writers.
+      write: (data) => (sock.destroyed ? -1 : (sock.write(Buffer.from(data)), data.length)),
       end: () => sock.end(),
       get remoteAddress() {
         return sock.remoteAddress ?? host;
