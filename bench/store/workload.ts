@@ -162,15 +162,18 @@ async function append(dir: string, p: AppendParams): Promise<AppendResult> {
     const off = (i * 1031) % (pool.length - BODY_BYTES);
     return pool.subarray(off, off + BODY_BYTES);
   };
-  const template = message(TOPIC, 0, new Uint8Array(0), { TAGS: TAG });
+  // As the broker calls the store: the send processor has parsed the properties already and
+  // passes TAGS/KEYS along (propertiesParsed), so the store does not parse them again.
+  const template: PutMessageRequest = { ...message(TOPIC, 0, new Uint8Array(0), { TAGS: TAG }), tags: TAG, propertiesParsed: true };
   const keysSuffix = `\u0002KEYS\u0001`;
-  const req = (i: number, queueId: number): PutMessageRequest => ({
-    ...template,
-    queueId,
-    body: bodyAt(i),
-    bornTimestamp: Date.now(),
-    properties: p.keys ? `${template.properties}${keysSuffix}key-${i}` : template.properties,
-  });
+  const req = (i: number, queueId: number): PutMessageRequest => {
+    const r: PutMessageRequest = { ...template, queueId, body: bodyAt(i), bornTimestamp: Date.now() };
+    if (p.keys) {
+      r.properties = `${template.properties}${keysSuffix}key-${i}`;
+      r.keys = `key-${i}`;
+    }
+    return r;
+  };
 
   const d0 = diskCounters(dir);
   const io0 = procIo();
