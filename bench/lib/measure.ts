@@ -217,12 +217,25 @@ export function rssBytes(pid: number): number | null {
   }
 }
 
-/** RSS split: anonymous (heap), file-backed (mapped CommitLog/ConsumeQueue/index pages) and shared memory, bytes. */
-export function rssDetail(pid: number): { anon: number; file: number; shmem: number } | null {
+/**
+ * RSS split, bytes: anonymous (heap, malloc), file-backed, shared memory, and — with `storeDir` —
+ * the part of the file-backed pages that are mapped store files (CommitLog/ConsumeQueue/index,
+ * from /proc/PID/smaps). The rest of the file-backed pages is mostly the executable itself.
+ */
+export function rssDetail(pid: number, storeDir?: string): { anon: number; file: number; shmem: number; store: number } | null {
   try {
     const txt = readFileSync(`/proc/${pid}/status`, "utf8");
     const kb = (k: string) => Number(new RegExp(`${k}:\\s+(\\d+)\\s+kB`).exec(txt)?.[1] ?? NaN) * 1024;
-    return { anon: kb("RssAnon"), file: kb("RssFile"), shmem: kb("RssShmem") };
+    let store = NaN;
+    if (storeDir) {
+      store = 0;
+      let inStore = false;
+      for (const line of readFileSync(`/proc/${pid}/smaps`, "utf8").split("\n")) {
+        if (/^[0-9a-f]+-[0-9a-f]+ /.test(line)) inStore = line.includes(storeDir);
+        else if (inStore && line.startsWith("Rss:")) store += Number(/(\d+)/.exec(line)?.[1] ?? 0) * 1024;
+      }
+    }
+    return { anon: kb("RssAnon"), file: kb("RssFile"), shmem: kb("RssShmem"), store };
   } catch {
     return null;
   }

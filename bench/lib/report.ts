@@ -221,7 +221,9 @@ export function buildReport(input: ReportInput): Report {
     rb: rb("W1", "server_rss_bytes"),
     peers: peerVals("W1", "server_rss_bytes"),
     note: Number.isFinite(rb("W1", "server_rss_anon_bytes"))
-      ? `RocketBun: ${mib(rb("W1", "server_rss_anon_bytes"))} anonymous (heap) + ${mib(rb("W1", "server_rss_file_bytes"))} mapped store files (page cache)`
+      ? `RocketBun: ${mib(rb("W1", "server_rss_anon_bytes"))} anonymous (heap) + ${mib(rb("W1", "server_rss_file_bytes"))} file-backed ` +
+        `(of which ${Number.isFinite(rb("W1", "server_rss_store_bytes")) ? mib(rb("W1", "server_rss_store_bytes")) : "?"} mapped store files; ` +
+        `the rest is mostly the executable's own pages)`
       : "",
   });
   add({ workload: "memory", metric: "server RSS idle (fresh start)", higherBetter: false, fmt: mib, rb: num(proc.server_rss_idle_bytes), peers: {} });

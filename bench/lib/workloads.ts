@@ -102,9 +102,10 @@ export async function publishWorkload(ctx: Ctx, producer: Producer, workload: st
   const extra: Record<string, unknown> = {};
   if (workload === "W1" || workload === "W1s") {
     extra.server_rss_bytes = rssBytes(ctx.brokerPid);
-    const rd = rssDetail(ctx.brokerPid);
+    const rd = rssDetail(ctx.brokerPid, ctx.dataDir);
     extra.server_rss_anon_bytes = rd?.anon;
     extra.server_rss_file_bytes = rd?.file;
+    extra.server_rss_store_bytes = rd?.store;
     const du = diskUsage(ctx.dataDir);
     extra.data_dir_bytes = du?.apparent;
     extra.data_dir_alloc_bytes = du?.allocated;

@@ -206,7 +206,18 @@ export async function computeStartOffset(client: ClientInstance, store: OffsetSt
 }
 
 /** The queues this member owns for `topic` (clustering: average allocation; broadcasting: all). */
-export async function allocate(client: ClientInstance, group: string, topic: string, model: MessageModel): Promise<MessageQueue[]> {
+/**
+ * This client's share of `topic`'s queues. `idsByBroker` caches the group's member list per
+ * broker for one rebalance pass: every topic of the pass would otherwise ask the same broker the
+ * same question (1,250 topics: 1,250 GET_CONSUMER_LIST_BY_GROUP round trips).
+ */
+export async function allocate(
+  client: ClientInstance,
+  group: string,
+  topic: string,
+  model: MessageModel,
+  idsByBroker?: Map<string, Promise<string[] | null>>,
+): Promise<MessageQueue[]> {
   const route = client.cachedRoute(topic) ?? (await client.fetchRoute(topic));
   if (!route) return [];
   const all = subscribeQueues(topic, route);
@@ -215,10 +226,20 @@ export async function allocate(client: ClientInstance, group: string, topic: str
     client.allBrokerAddrs(true).find((a) => route.brokerDatas.some((b) => Object.values(b.brokerAddrs).includes(a))) ??
     client.allBrokerAddrs(false)[0];
   if (!addr) return [];
-  const res = await client.invokeBroker(addr, RequestCode.GET_CONSUMER_LIST_BY_GROUP, { consumerGroup: group });
-  if (res.code !== ResponseCode.SUCCESS || !res.body) return [];
-  const ids = (JSON.parse(new TextDecoder().decode(res.body)) as { consumerIdList?: string[] }).consumerIdList ?? [];
+  let pending = idsByBroker?.get(addr);
+  if (!pending) {
+    pending = consumerIds(client, addr, group);
+    idsByBroker?.set(addr, pending);
+  }
+  const ids = await pending;
+  if (!ids) return [];
   return allocateAveragely(all, [...ids].sort(), client.clientId);
+}
+
+async function consumerIds(client: ClientInstance, addr: string, group: string): Promise<string[] | null> {
+  const res = await client.invokeBroker(addr, RequestCode.GET_CONSUMER_LIST_BY_GROUP, { consumerGroup: group });
+  if (res.code !== ResponseCode.SUCCESS || !res.body) return null;
+  return (JSON.parse(new TextDecoder().decode(res.body)) as { consumerIdList?: string[] }).consumerIdList ?? [];
 }
 
 export function heartbeatConsumerData(
