@@ -82,8 +82,6 @@ const ITERATIONS = fuzzIterations(3000);
 const SEED = fuzzSeed();
 const utf8 = (s: string) => new TextEncoder().encode(s);
 
-
-
 function flip(buf: Uint8Array, i: number, mask: number): void {
   buf[i] = buf[i]! ^ mask;
 }
@@ -607,7 +605,11 @@ describe("property string", () => {
   });
 
   test("round trip", () => {
-    const m = { [MessageConst.UNIQ_KEY]: "0A000001", [MessageConst.WAIT]: "true", [MessageConst.KEYS]: ["a", "b"].join(MessageConst.PROPERTY_KEY_SEPARATOR) };
+    const m = {
+      [MessageConst.UNIQ_KEY]: "0A000001",
+      [MessageConst.WAIT]: "true",
+      [MessageConst.KEYS]: ["a", "b"].join(MessageConst.PROPERTY_KEY_SEPARATOR),
+    };
     expect(parseProperties(encodeProperties(m))).toEqual(m);
   });
 
@@ -655,6 +657,18 @@ describe("offset message id", () => {
     expect(createOffsetMsgId(v4(10, 0, 0, 1, 10911), 8000)).toBe("0A00000100002A9F0000000000001F40");
     expect(decodeOffsetMsgId("0A00000100002A9F0000000000001F40")).toEqual({ host: v4(10, 0, 0, 1, 10911), offset: 8000 });
     expect(decodeOffsetMsgId("0a00000100002a9f0000000000001f40")).toEqual({ host: v4(10, 0, 0, 1, 10911), offset: 8000 });
+  });
+
+  test("the cached host prefix follows the host: alternating hosts, same ip with another port, an ip array changed in place", () => {
+    const a = v4(10, 0, 0, 1, 10911);
+    const b = v4(10, 0, 0, 2, 10911);
+    expect(createOffsetMsgId(a, 1)).toBe("0A00000100002A9F0000000000000001");
+    expect(createOffsetMsgId(b, 1)).toBe("0A00000200002A9F0000000000000001");
+    expect(createOffsetMsgId({ ip: a.ip, port: 10912 }, 1)).toBe("0A00000100002AA00000000000000001");
+    const ip = Uint8Array.of(10, 0, 0, 3);
+    expect(createOffsetMsgId({ ip, port: 1 }, 2)).toBe("0A000003000000010000000000000002");
+    ip[3] = 4;
+    expect(createOffsetMsgId({ ip, port: 1 }, 2)).toBe("0A000004000000010000000000000002");
   });
 
   test("round trips, IPv6 included", () => {

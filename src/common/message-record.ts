@@ -686,16 +686,32 @@ export function tagsHashCode(tags: string | undefined): number {
 
 const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).toUpperCase().padStart(2, "0"));
 
+/** The last store host's hex (ip + port): a pull body's records all come from one broker. */
+let lastHostIp: Uint8Array = new Uint8Array(0);
+let lastHostPort = -1;
+let lastHostHex = "";
+
 /** Uppercase hex: 32 characters for an IPv4 store host, 56 for IPv6. */
 export function createOffsetMsgId(storeHost: HostAddress, commitLogOffset: number): string {
-  hostSize(storeHost); // asserts 4 or 16 bytes
-  let out = "";
   const ip = storeHost.ip;
-  for (let i = 0; i < ip.length; i++) out += HEX[ip[i]!]!;
-  out += hex32(storeHost.port);
-  out += hex32(Math.floor(commitLogOffset / 0x100000000));
-  out += hex32(commitLogOffset >>> 0);
-  return out;
+  let prefix: string;
+  if (storeHost.port === lastHostPort && ip.length === lastHostIp.length && sameBytes(ip, lastHostIp)) {
+    prefix = lastHostHex;
+  } else {
+    hostSize(storeHost); // asserts 4 or 16 bytes
+    prefix = "";
+    for (let i = 0; i < ip.length; i++) prefix += HEX[ip[i]!]!;
+    prefix += hex32(storeHost.port);
+    lastHostIp = Uint8Array.prototype.slice.call(ip); // a copy even of a Buffer view
+    lastHostPort = storeHost.port;
+    lastHostHex = prefix;
+  }
+  return prefix + hex32(Math.floor(commitLogOffset / 0x100000000)) + hex32(commitLogOffset >>> 0);
+}
+
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
 
 function hex32(n: number): string {
