@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CommitLog, type CommitLogOptions, type StoreRecordInput } from "./commit-log.ts";
@@ -190,6 +190,46 @@ describe("CommitLog", () => {
     expect(unflushed.length).toBeGreaterThan(2);
     expect(unflushed.every((f) => f.mapped)).toBe(true);
     expect(cl.segments[0]!.mapped).toBe(false);
+  });
+
+  test("write-behind stage: one pwrite per turn; a read before the commit commits first; the file has it after the turn", async () => {
+    const d = mkdtempSync(join(tmpdir(), "cl-test-"));
+    dirs.push(d);
+    const cl = open(1 << 20, "ASYNC_FLUSH", d);
+    const seg = () => cl.segments.at(-1)!;
+    const a = cl.append(rec(1, 500));
+    const b = cl.append(rec(2, 500));
+    // Both staged, nothing in the file yet.
+    expect(seg().stagedBytes).toBe(a.size + b.size);
+    const fileBytes = () => readFileSync(join(d, seg().path.split("/").at(-1)!));
+    expect([...fileBytes().subarray(0, 4)]).toEqual([0, 0, 0, 0]);
+    // The turn's commit writes both with one pwrite.
+    await cl.whenCommitted();
+    expect(seg().stagedBytes).toBe(0);
+    expect(decodeRecordAt(fileBytes(), b.physicalOffset, { checkCrc: true })).toMatchObject({ queueOffset: 1, physicalOffset: b.physicalOffset });
+    // A read in the same turn as the append sees the record: the read commits first.
+    const c = cl.append(rec(3, 500));
+    expect(seg().stagedBytes).toBe(c.size);
+    expect(cl.readRecord(c.physicalOffset, true)!.body[0]).toBe(3);
+    expect(seg().stagedBytes).toBe(0);
+    // Close commits what is staged.
+    const e = cl.append(rec(4, 500));
+    cl.close();
+    logs.splice(logs.indexOf(cl), 1);
+    expect(decodeRecordAt(fileBytes(), e.physicalOffset, { checkCrc: true })).toMatchObject({ physicalOffset: e.physicalOffset });
+  });
+
+  test("a failed commit makes the log refuse later appends (sticky write error) and whenCommitted still settles", async () => {
+    const cl = open(1 << 20, "ASYNC_FLUSH");
+    cl.append(rec(1, 100));
+    // Close the segment's file under the stage: the turn's pwrite fails.
+    const seg = cl.segments.at(-1)!;
+    (seg as unknown as { pwrite: () => void }).pwrite = () => {
+      throw new Error("EIO (injected)");
+    };
+    await cl.whenCommitted();
+    expect(cl.writeError?.message).toContain("EIO (injected)");
+    expect(() => cl.append(rec(2, 100))).toThrow(/not writable/);
   });
 
   test("pwrite mode (the SYNC_FLUSH default): same records, readable through the mapping, same rollover", () => {

@@ -301,6 +301,10 @@ export class MappedFile {
     if (this.#closed) return;
     try {
       if (this.#stagedBytes !== 0) this.commit();
+    } catch {
+      // Staged bytes that cannot be written are records nobody was told were stored (a put is
+      // answered only after its commit), and the CommitLog already refuses writes after the
+      // first failed commit: closing must still release the file.
     } finally {
       this.#closed = true;
       this.#file.close();

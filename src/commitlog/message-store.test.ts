@@ -50,6 +50,28 @@ describe("MessageStore", () => {
     expect(rec).toMatchObject({ queueOffset: 1, topic: "T", queueId: 0 });
   });
 
+  test("a put is answered only after its commit: a failed CommitLog write answers UNKNOWN_ERROR, not PUT_OK, and later puts are refused", async () => {
+    const { store, dir } = open();
+    expect((await store.putMessage(message("T", 0, "before"))).status).toBe("PUT_OK");
+    const seg = store.commitLog.segments.at(-1)!;
+    (seg as unknown as { pwrite: () => void }).pwrite = () => {
+      throw new Error("ENOSPC (injected)");
+    };
+    const r = await store.putMessage(message("T", 0, "lost"));
+    expect(r.status).toBe("UNKNOWN_ERROR");
+    expect(r.remark).toContain("ENOSPC (injected)");
+    expect(r.appended).toEqual([]);
+    const again = await store.putMessage(message("T", 0, "after"));
+    expect(again.status).toBe("SERVICE_NOT_AVAILABLE");
+    expect(again.remark).toContain("not writable");
+    // Not a clean stop: the error is reported, the abort marker stays (recovery at the next
+    // start), the lock is released; the acknowledged message is there after reopening.
+    await expect(close(store)).rejects.toThrow(/write error/);
+    expect(existsSync(join(dir, "abort"))).toBe(true);
+    const { store: reopened } = open(dir);
+    expect(bodies(reopened.getMessage("T", 0, 0, 32))).toEqual(["before"]);
+  });
+
   test("tag filtering by ConsumeQueue tag code; filtered-out runs report NO_MATCHED_MESSAGE and move on", async () => {
     const { store } = open();
     for (let i = 0; i < 6; i++) await store.putMessage(message("T", 1, `m${i}`, { TAGS: i % 2 ? "B" : "A" }));

@@ -1039,29 +1039,43 @@ export class MessageStore {
     return this.#diskFull;
   }
 
-  /** Clean stop: flush everything, write the checkpoint, remove the abort marker, unlock. */
+  /**
+   * Clean stop: flush everything, write the checkpoint, remove the abort marker, unlock. After a
+   * write error (or one while flushing here) the stop is not clean: the files are still closed
+   * and the lock released, but the abort marker stays (the next start runs recovery) and the
+   * error is thrown to the caller.
+   */
   async shutdown(): Promise<void> {
     if (this.#shutdown) return;
     for (const t of this.#timers) this.#clock.clearInterval(t);
     this.#timers = [];
     await this.#checkpointing;
     this.#shutdown = true;
-    this.commitLog.flushSync();
-    for (const cq of this.#allQueues()) cq.flushSync();
-    const indexTs = this.#index.flush();
-    writeCheckpoint(
-      join(this.#o.dir, "checkpoint"),
-      {
-        commitLogFlushedOffset: this.commitLog.flushedOffset,
-        dispatchedOffset: this.#reputOffset,
-        indexCheckpointTimestamp: indexTs,
-        writtenAt: this.#now(),
-      },
-      this.#disk,
-    );
-    this.#closeFiles();
-    this.#disk.remove(join(this.#o.dir, "abort"));
-    releaseLock(this.#disk, join(this.#o.dir, "lock"));
+    let failure: unknown = this.commitLog.writeError ?? this.#dispatchError;
+    try {
+      if (failure === null) {
+        this.commitLog.flushSync();
+        for (const cq of this.#allQueues()) cq.flushSync();
+        const indexTs = this.#index.flush();
+        writeCheckpoint(
+          join(this.#o.dir, "checkpoint"),
+          {
+            commitLogFlushedOffset: this.commitLog.flushedOffset,
+            dispatchedOffset: this.#reputOffset,
+            indexCheckpointTimestamp: indexTs,
+            writtenAt: this.#now(),
+          },
+          this.#disk,
+        );
+      }
+    } catch (e) {
+      failure = e;
+    } finally {
+      this.#closeFiles();
+      if (failure === null) this.#disk.remove(join(this.#o.dir, "abort"));
+      releaseLock(this.#disk, join(this.#o.dir, "lock"));
+    }
+    if (failure !== null) throw new Error(`message store stopped after a write error (recovery runs at the next start): ${errText(failure)}`);
   }
 
   #closeFiles(): void {
@@ -1099,4 +1113,8 @@ function processAlive(pid: number): boolean {
   } catch (e) {
     return (e as { code?: string }).code === "EPERM";
   }
+}
+
+function errText(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
 }
