@@ -2,6 +2,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { systemClock, type Clock } from "../common/clock.ts";
 import { CommitLog, type CommitLogOptions, type StoreRecordInput } from "./commit-log.ts";
 import { BLANK_MAGIC_CODE, decodeRecordAt, parseHostAddress } from "../common/message-record.ts";
 
@@ -114,6 +115,27 @@ describe("CommitLog", () => {
       return cl.waitForFlush(r.physicalOffset + r.size, 5000);
     });
     expect(await Promise.all(waits)).toEqual(Array(50).fill(true));
+    expect(cl.flushedOffset).toBe(cl.maxOffset);
+  });
+
+  test("SYNC_FLUSH: the background flush makes appends durable that nobody waits for (a slave's, WAIT=false)", async () => {
+    const ticks: (() => void)[] = [];
+    // A clock whose interval ticks only when the test says so.
+    const clock: Clock = {
+      now: () => 1_700_000_000_000,
+      setInterval: (fn) => (ticks.push(fn), {}),
+      clearInterval: () => {},
+      setTimeout: systemClock.setTimeout,
+      clearTimeout: systemClock.clearTimeout,
+    };
+    const cl = open(1 << 20, "SYNC_FLUSH", undefined, { clock, flushLeastPages: 4 });
+    cl.startFlushService();
+    expect(ticks.length).toBe(1);
+    cl.append(rec(0, 200));
+    await cl.whenCommitted();
+    ticks[0]!();
+    await cl.flush();
+    // Not held back by flushLeastPages: that is an ASYNC_FLUSH rule.
     expect(cl.flushedOffset).toBe(cl.maxOffset);
   });
 

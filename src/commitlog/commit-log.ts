@@ -110,8 +110,14 @@ export class CommitLog {
     return this.#files.load();
   }
 
+  /**
+   * Both modes flush in the background. SYNC_FLUSH needs it too: only a waiting put asks for a
+   * flush, so without the timer a slave (its appends are replicated, nobody waits) or a master
+   * taking only WAIT=false sends never made anything durable, and a crash lost whole segments
+   * (found by test/sim). RocketMQ's GroupCommitService does the same: flush(0) when no request.
+   */
   startFlushService(): void {
-    if (this.#opts.flushDiskType === "ASYNC_FLUSH" && !this.#flushTimer) {
+    if (!this.#flushTimer) {
       this.#flushTimer = this.#clock.setInterval(() => void this.periodicFlush(), this.#opts.flushIntervalMs);
     }
   }
@@ -130,8 +136,9 @@ export class CommitLog {
     }
   }
 
-  /** One ASYNC_FLUSH tick: least-pages, or thorough once the thorough interval has passed. */
+  /** One background tick: SYNC_FLUSH flushes everything; ASYNC_FLUSH least-pages, or thorough once the thorough interval has passed. */
   periodicFlush(): Promise<void> {
+    if (this.#opts.flushDiskType === "SYNC_FLUSH") return this.flush(0);
     const now = this.#now();
     let leastPages = this.#opts.flushLeastPages ?? FLUSH_LEAST_PAGES_DEFAULT;
     if (now >= this.#lastThoroughFlushAt + (this.#opts.flushThoroughIntervalMs ?? FLUSH_THOROUGH_INTERVAL_MS_DEFAULT)) {
