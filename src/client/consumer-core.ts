@@ -147,7 +147,11 @@ export class OffsetStore {
     const k = mqKey(mq);
     const cur = this.#offsets.get(k);
     if (cur && increaseOnly && offset <= cur.offset) return;
-    this.#offsets.set(k, { mq, offset, dirty: true });
+    // In place when the queue is known: this runs once per consumed message.
+    if (cur) {
+      cur.offset = offset;
+      cur.dirty = true;
+    } else this.#offsets.set(k, { mq, offset, dirty: true });
   }
 
   current(mq: MessageQueue): number {

@@ -325,7 +325,7 @@ export class PushConsumer {
       pq.orderlyQueue.push(...msgs);
       void this.#consumeOrderly(pq);
     } else {
-      for (const m of msgs) void this.#consumeConcurrently(pq, m);
+      for (const m of msgs) this.#consumeConcurrently(pq, m);
     }
   }
 
@@ -354,7 +354,78 @@ export class PushConsumer {
     this.#waiters.shift()?.();
   }
 
-  async #consumeConcurrently(pq: ProcessQueue, msg: MessageExt): Promise<void> {
+  /**
+   * Runs the handler at once when a permit is free; a handler that returns synchronously and
+   * succeeds is finished right here, with no promise (the common case of a fast handler: most of
+   * a drain's client CPU was this bookkeeping). Anything else continues in #consumeSlow.
+   */
+  #consumeConcurrently(pq: ProcessQueue, msg: MessageExt): void {
+    if (this.#permits <= 0 || pq.dropped) {
+      void this.#consumeSlow(pq, msg);
+      return;
+    }
+    this.#permits--;
+    const h = this.#handlerFor(msg);
+    let r: ConsumeResult | Promise<ConsumeResult>;
+    try {
+      r = h ? h(msg) : undefined;
+    } catch (e) {
+      this.#client.log.rateLimited("warn", "handler", `handler failed for ${msg.msgId}: ${errText(e)}`);
+      void this.#retryHeld(pq, msg);
+      return;
+    }
+    if (!isThenable(r) && r !== "retry") {
+      this.#done(pq, msg);
+      this.#release();
+      return;
+    }
+    void this.#finishHeld(pq, msg, r);
+  }
+
+  /** The rest of a fast-path handler call that returned a promise or "retry" (the permit is held). */
+  async #finishHeld(pq: ProcessQueue, msg: MessageExt, r: ConsumeResult | Promise<ConsumeResult>): Promise<void> {
+    let ok: boolean;
+    try {
+      ok = (await r) !== "retry";
+    } catch (e) {
+      this.#client.log.rateLimited("warn", "handler", `handler failed for ${msg.msgId}: ${errText(e)}`);
+      ok = false;
+    }
+    if (ok) {
+      this.#done(pq, msg);
+      this.#release();
+      return;
+    }
+    await this.#retryHeld(pq, msg);
+  }
+
+  /** A failed first attempt, permit held: the same retry loop as #consumeSlow from its send-back on. */
+  async #retryHeld(pq: ProcessQueue, msg: MessageExt): Promise<void> {
+    try {
+      await this.#afterFailure(pq, msg);
+    } finally {
+      this.#release();
+    }
+  }
+
+  /** After a failed attempt: send back (or drop, broadcasting), else retry locally until done. */
+  async #afterFailure(pq: ProcessQueue, msg: MessageExt): Promise<void> {
+    for (;;) {
+      if (pq.dropped) return;
+      // Broadcasting has no shared retry topic (no member reads %RETRY%): like Java, drop it.
+      if (this.#model === "broadcasting") {
+        this.#client.log.rateLimited("warn", "bcast-retry", `broadcast message ${msg.msgId} failed and is not retried`);
+        break;
+      }
+      if (await this.#sendBack(msg, 0)) break;
+      await sleep(5000);
+      if (pq.dropped) return;
+      if (await this.#runHandler(msg)) break;
+    }
+    this.#done(pq, msg);
+  }
+
+  async #consumeSlow(pq: ProcessQueue, msg: MessageExt): Promise<void> {
     await this.#acquire();
     try {
       for (;;) {
@@ -501,4 +572,9 @@ async function waitIdle(pqs: ProcessQueue[], ms: number): Promise<void> {
 /** setTimeout as a promise (works on Node and Bun). */
 function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
+}
+
+/** A promise or any thenable (a handler may return either). */
+function isThenable(v: unknown): v is PromiseLike<unknown> {
+  return typeof v === "object" && v !== null && typeof (v as { then?: unknown }).then === "function";
 }
