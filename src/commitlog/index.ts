@@ -9,6 +9,7 @@ export { decodeMessageBatch, encodeMessageBatch, type BatchEntry } from "../comm
 export { IndexService, type IndexServiceOptions, type IndexDispatch, type QueryOffsetResult } from "./index-service.ts";
 export {
   MessageStore,
+  setIndexedFields,
   type MessageStoreOptions,
   type PutMessageRequest,
   type PutMessageResult,

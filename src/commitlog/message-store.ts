@@ -125,6 +125,16 @@ export interface PutMessageRequest {
   waitStoreMsgOK?: boolean;
 }
 
+/** Sets a request's tags, keys and uniqKey (what the store indexes) from its parsed properties. */
+export function setIndexedFields(req: PutMessageRequest, props: Record<string, string>): void {
+  const tags = props[MessageConst.TAGS];
+  if (tags !== undefined) req.tags = tags;
+  const keys = props[MessageConst.KEYS];
+  if (keys !== undefined) req.keys = keys;
+  const uniq = props[MessageConst.UNIQ_KEY];
+  if (uniq !== undefined) req.uniqKey = uniq;
+}
+
 export interface PutMessageResult {
   status: PutMessageStatus;
   remark?: string;

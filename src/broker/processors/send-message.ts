@@ -15,6 +15,7 @@ import {
   MessageConst,
   parseProperties,
   PermName,
+  setIndexedFields,
   SysFlag,
   tagsHashCode,
   tryParseHostAddress,
@@ -278,12 +279,7 @@ export class SendMessageProcessor implements RequestProcessor {
       waitStoreMsgOK: wait,
       propertiesParsed: true,
     };
-    const tags = props[MessageConst.TAGS];
-    if (tags !== undefined) req.tags = tags;
-    const keys = props[MessageConst.KEYS];
-    if (keys !== undefined) req.keys = keys;
-    const uniq = props[MessageConst.UNIQ_KEY];
-    if (uniq !== undefined) req.uniqKey = uniq;
+    setIndexedFields(req, props);
     return req;
   }
 

@@ -71,6 +71,7 @@ import {
 } from "../../commitlog/index.ts";
 import type { BrokerRole } from "../context.ts";
 import type { ScheduleHook } from "../processors/send-message.ts";
+import { putRequestFromRecord, realQueueOf } from "../reput.ts";
 import { DELAY_LEVELS_MAX, parseDelayLevelProperty } from "./delay-levels.ts";
 import { TimerHeap, type TimerEntry } from "./timer-heap.ts";
 
@@ -378,38 +379,20 @@ export class ScheduleMessageService implements ScheduleHook {
   /** Re-puts a parked record under its real topic and queue. */
   async #redeliver(ctx: ScheduleContext, rec: DecodedRecord): Promise<Outcome> {
     const props = parseProperties(rec.properties);
-    const topic = props[MessageConst.REAL_TOPIC];
-    const qidText = props[MessageConst.REAL_QID];
-    const queueId = qidText !== undefined && /^[0-9]{1,9}$/.test(qidText) ? Number(qidText) : -1;
+    const real = realQueueOf(props);
     const where = `${rec.topic} queue ${rec.queueId} offset ${rec.queueOffset}`;
-    if (!topic || queueId < 0 || topic === SCHEDULE_TOPIC || topic === TRANS_HALF_TOPIC) {
-      this.#log.error(`${where}: REAL_TOPIC ${JSON.stringify(topic)} / REAL_QID ${JSON.stringify(qidText)} unusable; message skipped`);
+    if ("invalid" in real || real.topic === SCHEDULE_TOPIC || real.topic === TRANS_HALF_TOPIC) {
+      const topicText = JSON.stringify(props[MessageConst.REAL_TOPIC]);
+      this.#log.error(`${where}: REAL_TOPIC ${topicText} / REAL_QID ${JSON.stringify(props[MessageConst.REAL_QID])} unusable; message skipped`);
       return "skipped";
     }
+    const { topic, queueId } = real;
     for (const k of [MessageConst.DELAY, MessageConst.REAL_TOPIC, MessageConst.REAL_QID, TIMER_OUT_MS, MessageConst.WAIT]) delete props[k];
-    const req: PutMessageRequest = {
-      topic,
-      queueId,
-      flag: rec.flag,
-      body: rec.body.slice(),
-      properties: encodeProperties(props),
-      sysFlag: rec.sysFlag,
-      bornTimestamp: rec.bornTimestamp,
-      bornHost: rec.bornHost,
-      reconsumeTimes: rec.reconsumeTimes,
-      preparedTransactionOffset: rec.preparedTransactionOffset,
-      waitStoreMsgOK: false,
-    };
-    const tags = props[MessageConst.TAGS];
-    if (tags !== undefined) req.tags = tags;
-    const keys = props[MessageConst.KEYS];
-    if (keys !== undefined) req.keys = keys;
-    const uniq = props[MessageConst.UNIQ_KEY];
-    if (uniq !== undefined) req.uniqKey = uniq;
+    const req = putRequestFromRecord(rec, topic, queueId, props);
     const r = await ctx.store.putMessage(req);
     const stored = r.appended[0];
     if (stored) {
-      ctx.hold.notifyMessageArriving(topic, queueId, stored.queueOffset, tagsHashCode(tags));
+      ctx.hold.notifyMessageArriving(topic, queueId, stored.queueOffset, tagsHashCode(req.tags));
       return "delivered";
     }
     if (r.status === "MESSAGE_ILLEGAL" || r.status === "PROPERTIES_SIZE_EXCEEDED") {

@@ -6,12 +6,12 @@ import {
   isTransactionPrepare,
   originOf,
   parseOpRecord,
-  realQueueOf,
   toCommitRequest,
   toHalfRequest,
   toOpRequest,
   toRenewedHalfRequest,
 } from "./half-message.ts";
+import { realQueueOf } from "../reput.ts";
 
 const HALF = "RMQ_SYS_TRANS_HALF_TOPIC";
 const host = parseHostAddress("127.0.0.1:10911");

@@ -46,6 +46,7 @@ import {
   type Invalid,
   type PutMessageRequest,
 } from "../../commitlog/index.ts";
+import { putRequestFromRecord, realQueueOf } from "../reput.ts";
 
 export const TRANS_SYS_GROUP = "CID_RMQ_SYS_TRANS";
 /** The op tag meaning "this half message is resolved" (committed or rolled back). */
@@ -92,45 +93,11 @@ export function originOf(rec: Pick<DecodedRecord, "queueOffset">, props: Record<
   return o !== null && o >= 0 && o <= rec.queueOffset ? o : rec.queueOffset;
 }
 
-/** Where a half record's message really goes, or a reason it cannot be told. */
-export function realQueueOf(props: Record<string, string>): { topic: string; queueId: number } | Invalid {
-  const topic = props[MessageConst.REAL_TOPIC];
-  const qid = props[MessageConst.REAL_QID];
-  if (!topic) return { invalid: "half message has no REAL_TOPIC" };
-  if (qid === undefined || !/^[0-9]{1,9}$/.test(qid)) return { invalid: `half message has REAL_QID ${JSON.stringify(qid)}` };
-  return { topic, queueId: Number(qid) };
-}
-
-function fromRecord(rec: DecodedRecord, topic: string, queueId: number, props: Record<string, string>): PutMessageRequest {
-  const req: PutMessageRequest = {
-    topic,
-    queueId,
-    flag: rec.flag,
-    // The record is a view into a mapped segment that may be released; the store copies it
-    // while appending, but the request may wait (schedule divert), so take a copy.
-    body: rec.body.slice(),
-    properties: encodeProperties(props),
-    sysFlag: rec.sysFlag,
-    bornTimestamp: rec.bornTimestamp,
-    bornHost: rec.bornHost,
-    reconsumeTimes: rec.reconsumeTimes,
-    preparedTransactionOffset: rec.preparedTransactionOffset,
-    waitStoreMsgOK: false,
-  };
-  const tags = props[MessageConst.TAGS];
-  if (tags !== undefined) req.tags = tags;
-  const keys = props[MessageConst.KEYS];
-  if (keys !== undefined) req.keys = keys;
-  const uniq = props[MessageConst.UNIQ_KEY];
-  if (uniq !== undefined) req.uniqKey = uniq;
-  return req;
-}
-
 /** The committed message for a half record (see the top), or why it cannot be built. */
 export function toCommitRequest(half: DecodedRecord): PutMessageRequest | Invalid {
   const props = parseProperties(half.properties);
   const real = realQueueOf(props);
-  if ("invalid" in real) return real;
+  if ("invalid" in real) return { invalid: `half message has ${real.invalid}` };
   for (const k of [
     MessageConst.REAL_TOPIC,
     MessageConst.REAL_QID,
@@ -139,7 +106,7 @@ export function toCommitRequest(half: DecodedRecord): PutMessageRequest | Invali
     MessageConst.WAIT,
   ])
     delete props[k];
-  const req = fromRecord(half, real.topic, real.queueId, props);
+  const req = putRequestFromRecord(half, real.topic, real.queueId, props);
   req.sysFlag = (half.sysFlag & ~SysFlag.TRANSACTION_TYPE_MASK) | SysFlag.TRANSACTION_COMMIT_TYPE;
   req.preparedTransactionOffset = half.physicalOffset;
   return req;
@@ -153,13 +120,13 @@ export function toRenewedHalfRequest(half: DecodedRecord, countCheck: boolean): 
   const props = parseProperties(half.properties);
   props[MessageConst.TRAN_PREPARED_QUEUE_OFFSET] = String(originOf(half, props));
   if (countCheck) props[MessageConst.TRANSACTION_CHECK_TIMES] = String(checkTimesOf(props) + 1);
-  return fromRecord(half, half.topic, half.queueId, props);
+  return putRequestFromRecord(half, half.topic, half.queueId, props);
 }
 
 /** A half record given up on (checked too often): parked in TRANS_CHECK_MAX_TIME_TOPIC queue 0. */
 export function toDiscardRequest(half: DecodedRecord, topic: string): PutMessageRequest {
   const props = parseProperties(half.properties);
-  return fromRecord(half, topic, 0, props);
+  return putRequestFromRecord(half, topic, 0, props);
 }
 
 /** Check-backs already sent for this half message (TRANSACTION_CHECK_TIMES; 0 when absent or bad). */
