@@ -17,6 +17,7 @@
  * never claims them, and recovery rewrites them from the CommitLog.
  */
 import { join } from "node:path";
+import { setInt64 } from "../common/message-record.ts";
 import type { StoreDisk } from "./disk.ts";
 import { MappedFileQueue } from "./mapped-file-queue.ts";
 import { OS_PAGE_BYTES } from "./mapped-file.ts";
@@ -38,11 +39,6 @@ const UNIT_VIEW = new DataView(UNIT.buffer);
 
 function readLong(view: DataView, pos: number): number {
   return view.getInt32(pos) * TWO_32 + view.getUint32(pos + 4);
-}
-
-function writeLong(view: DataView, pos: number, v: number): void {
-  view.setInt32(pos, Math.floor(v / TWO_32));
-  view.setUint32(pos + 4, v >>> 0);
 }
 
 export class ConsumeQueue {
@@ -134,9 +130,9 @@ export class ConsumeQueue {
     const freshPage = pos === 0 || Math.floor((pos + CQ_UNIT_SIZE - 1) / OS_PAGE_BYTES) !== Math.floor((pos - 1) / OS_PAGE_BYTES);
     const v = freshPage ? UNIT_VIEW : f.view;
     const at = freshPage ? 0 : pos;
-    writeLong(v, at, phyOffset);
+    setInt64(v, at, phyOffset);
     v.setInt32(at + 8, size);
-    writeLong(v, at + 12, tagsCode);
+    setInt64(v, at + 12, tagsCode);
     if (freshPage) f.pwrite(UNIT, pos);
     f.wrotePosition = pos + CQ_UNIT_SIZE;
   }

@@ -56,7 +56,7 @@
  * counted entry not yet linked from its slot is merely unreachable too.
  */
 import { nodeDisk, type SegmentFile, type StoreDisk } from "./disk.ts";
-import { javaStringHashCode } from "../common/message-record.ts";
+import { javaStringHashCode, setInt64 } from "../common/message-record.ts";
 
 export const INDEX_HEADER_SIZE_BYTES = 40;
 export const INDEX_SLOT_SIZE_BYTES = 4;
@@ -88,12 +88,6 @@ const INT32_MAX = 0x7fffffff;
 const INT32_MIN = -0x80000000;
 const H = INDEX_HEADER_LAYOUT;
 const E = INDEX_ENTRY_LAYOUT;
-
-/** A non-negative safe integer as a big-endian Java long (two 32-bit halves: no BigInt). */
-function setInt64(v: DataView, p: number, n: number): void {
-  v.setInt32(p, Math.floor(n / 0x100000000));
-  v.setUint32(p + 4, n >>> 0);
-}
 
 /** RocketMQ's `indexKeyHashMethod`: |hashCode|, with Integer.MIN_VALUE (whose abs overflows) → 0. */
 export function indexKeyHash(key: string): number {

@@ -396,7 +396,7 @@ function writeHost(dst: Uint8Array, v: DataView, p: number, h: HostAddress): num
 }
 
 /** Java long from a safe integer, as two 32-bit halves (faster than BigInt). */
-function setInt64(v: DataView, p: number, n: number): void {
+export function setInt64(v: DataView, p: number, n: number): void {
   v.setInt32(p, Math.floor(n / 0x100000000));
   v.setUint32(p + 4, n >>> 0);
 }
@@ -540,16 +540,7 @@ let lastTopicBytes = new Uint8Array(0);
 let lastTopic = "";
 
 function decodeTopic(buf: Uint8Array, start: number, length: number): string {
-  if (length === lastTopicBytes.length) {
-    let same = true;
-    for (let i = 0; i < length; i++) {
-      if (buf[start + i] !== lastTopicBytes[i]) {
-        same = false;
-        break;
-      }
-    }
-    if (same) return lastTopic;
-  }
+  if (length === lastTopicBytes.length && bytesEqualAt(buf, start, lastTopicBytes)) return lastTopic;
   // A copy even when buf is a Buffer (whose slice() is a view): the bytes are kept for comparing.
   const bytes = Uint8Array.prototype.slice.call(buf, start, start + length);
   lastTopic = utf8Decoder.decode(bytes);
@@ -695,7 +686,7 @@ let lastHostHex = "";
 export function createOffsetMsgId(storeHost: HostAddress, commitLogOffset: number): string {
   const ip = storeHost.ip;
   let prefix: string;
-  if (storeHost.port === lastHostPort && ip.length === lastHostIp.length && sameBytes(ip, lastHostIp)) {
+  if (storeHost.port === lastHostPort && ip.length === lastHostIp.length && bytesEqualAt(ip, 0, lastHostIp)) {
     prefix = lastHostHex;
   } else {
     hostSize(storeHost); // asserts 4 or 16 bytes
@@ -709,8 +700,9 @@ export function createOffsetMsgId(storeHost: HostAddress, commitLogOffset: numbe
   return prefix + hex32(Math.floor(commitLogOffset / 0x100000000)) + hex32(commitLogOffset >>> 0);
 }
 
-function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+/** Whether buf[start, start + bytes.length) equals `bytes` (the caller checked the room). */
+function bytesEqualAt(buf: Uint8Array, start: number, bytes: Uint8Array): boolean {
+  for (let i = 0; i < bytes.length; i++) if (buf[start + i] !== bytes[i]) return false;
   return true;
 }
 
