@@ -336,12 +336,27 @@ export class PushConsumer {
   async #runHandler(msg: MessageExt): Promise<boolean> {
     const h = this.#handlerFor(msg);
     if (!h) return true;
+    let r: ConsumeResult | Promise<ConsumeResult>;
     try {
-      return (await h(msg)) !== "retry";
+      r = h(msg);
     } catch (e) {
-      this.#client.log.rateLimited("warn", "handler", `handler failed for ${msg.msgId}: ${errText(e)}`);
-      return false;
+      return this.#failed(msg, e);
     }
+    return this.#outcome(msg, r);
+  }
+
+  /** Whether a handler's result (or the promise of one) means consumed. */
+  async #outcome(msg: MessageExt, r: ConsumeResult | Promise<ConsumeResult>): Promise<boolean> {
+    try {
+      return (await r) !== "retry";
+    } catch (e) {
+      return this.#failed(msg, e);
+    }
+  }
+
+  #failed(msg: MessageExt, e: unknown): false {
+    this.#client.log.rateLimited("warn", "handler", `handler failed for ${msg.msgId}: ${errText(e)}`);
+    return false;
   }
 
   async #acquire(): Promise<void> {
@@ -370,7 +385,7 @@ export class PushConsumer {
     try {
       r = h ? h(msg) : undefined;
     } catch (e) {
-      this.#client.log.rateLimited("warn", "handler", `handler failed for ${msg.msgId}: ${errText(e)}`);
+      this.#failed(msg, e);
       void this.#retryHeld(pq, msg);
       return;
     }
@@ -384,22 +399,13 @@ export class PushConsumer {
 
   /** The rest of a fast-path handler call that returned a promise or "retry" (the permit is held). */
   async #finishHeld(pq: ProcessQueue, msg: MessageExt, r: ConsumeResult | Promise<ConsumeResult>): Promise<void> {
-    let ok: boolean;
-    try {
-      ok = (await r) !== "retry";
-    } catch (e) {
-      this.#client.log.rateLimited("warn", "handler", `handler failed for ${msg.msgId}: ${errText(e)}`);
-      ok = false;
-    }
-    if (ok) {
+    if (await this.#outcome(msg, r)) {
       this.#done(pq, msg);
       this.#release();
-      return;
-    }
-    await this.#retryHeld(pq, msg);
+    } else await this.#retryHeld(pq, msg);
   }
 
-  /** A failed first attempt, permit held: the same retry loop as #consumeSlow from its send-back on. */
+  /** A failed first attempt, permit held: the retry loop, then the permit goes back. */
   async #retryHeld(pq: ProcessQueue, msg: MessageExt): Promise<void> {
     try {
       await this.#afterFailure(pq, msg);
@@ -425,21 +431,13 @@ export class PushConsumer {
     this.#done(pq, msg);
   }
 
+  /** No permit free (or the queue dropped): wait for one, then the same attempt and retry loop. */
   async #consumeSlow(pq: ProcessQueue, msg: MessageExt): Promise<void> {
     await this.#acquire();
     try {
-      for (;;) {
-        if (pq.dropped) return;
-        if (await this.#runHandler(msg)) break;
-        // Broadcasting has no shared retry topic (no member reads %RETRY%): like Java, drop it.
-        if (this.#model === "broadcasting") {
-          this.#client.log.rateLimited("warn", "bcast-retry", `broadcast message ${msg.msgId} failed and is not retried`);
-          break;
-        }
-        if (await this.#sendBack(msg, 0)) break;
-        await sleep(5000);
-      }
-      this.#done(pq, msg);
+      if (pq.dropped) return;
+      if (await this.#runHandler(msg)) this.#done(pq, msg);
+      else await this.#afterFailure(pq, msg);
     } finally {
       this.#release();
     }
