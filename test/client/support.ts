@@ -17,7 +17,7 @@ import { Producer, PullConsumer, PushConsumer, type ProducerOptions, type PullCo
 import { decodeRecordAt, type DecodedRecord } from "../../src/common/message-record.ts";
 import { createRequest, RequestCode, ResponseCode, type RemotingClient } from "../../src/remoting/index.ts";
 import { ROOT, startRocketbun, type RunningBinary, waitFor } from "../harness/binary.ts";
-import { bodyJson, newClient, routeRequest } from "../harness/wire.ts";
+import { bodyJson, createTopicExt, newClient, routeRequest } from "../harness/wire.ts";
 
 export const TEST_MIN_YAML = readFileSync(join(ROOT, "config/test-min.yaml"), "utf8");
 
@@ -128,16 +128,7 @@ export class Env implements AsyncDisposable {
 
   /** UPDATE_AND_CREATE_TOPIC on the broker, then waits until the name server routes it with `queues` queues. */
   async createTopic(topic: string, queues = 4, perm = 6): Promise<void> {
-    const res = await this.#invoke(RequestCode.UPDATE_AND_CREATE_TOPIC, {
-      topic,
-      defaultTopic: "TBW102",
-      readQueueNums: String(queues),
-      writeQueueNums: String(queues),
-      perm: String(perm),
-      topicFilterType: "SINGLE_TAG",
-      topicSysFlag: "0",
-      order: "false",
-    });
+    const res = await this.#invoke(RequestCode.UPDATE_AND_CREATE_TOPIC, createTopicExt(topic, queues, perm));
     if (res.code !== ResponseCode.SUCCESS) throw new Error(`UPDATE_AND_CREATE_TOPIC ${topic}: ${res.code} ${res.remark ?? ""}`);
     await this.waitRoute(topic, queues);
   }

@@ -18,7 +18,7 @@ import { readdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { createRequest, RequestCode, ResponseCode, type RemotingClient, type RemotingCommand } from "../../src/remoting/index.ts";
 import { startRocketbun, tempDir, waitFor, type RunningBinary } from "./binary.ts";
-import { bodyJson, newClient, routeRequest } from "./wire.ts";
+import { bodyJson, createTopicExt, newClient, routeRequest } from "./wire.ts";
 
 export type MasterRole = "ASYNC_MASTER" | "SYNC_MASTER";
 
@@ -298,10 +298,8 @@ export class HaCluster implements AsyncDisposable {
 
   /** UPDATE_AND_CREATE_TOPIC on the masters of `groups` (default all), then waits for every name server to route it. */
   async createTopic(topic: string, queues = 4, groups = this.groups): Promise<void> {
-    const n = String(queues);
     for (const g of groups) {
-      const ext = { topic, defaultTopic: "TBW102", readQueueNums: n, writeQueueNums: n, perm: "6", topicFilterType: "SINGLE_TAG", order: "false" };
-      const res = await this.call(this.master(g).addr, RequestCode.UPDATE_AND_CREATE_TOPIC, ext);
+      const res = await this.call(this.master(g).addr, RequestCode.UPDATE_AND_CREATE_TOPIC, createTopicExt(topic, queues));
       if (res.code !== ResponseCode.SUCCESS) throw new Error(`creating ${topic} on ${g}: ${res.code} ${res.remark ?? ""}`);
     }
     for (const ns of this.namesrvs) {

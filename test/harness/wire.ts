@@ -4,7 +4,14 @@
  */
 import { scope } from "../../src/common/log.ts";
 import { jsonBytes, parseJsonBytes } from "../../src/common/json.ts";
-import { createRequest, RemotingClient, REMOTING_CLIENT_DEFAULTS, RequestCode, type RemotingCommand } from "../../src/remoting/index.ts";
+import {
+  createRequest,
+  RemotingClient,
+  REMOTING_CLIENT_DEFAULTS,
+  RequestCode,
+  type ExtFields,
+  type RemotingCommand,
+} from "../../src/remoting/index.ts";
 import { encodeRegisterBrokerBody, type TopicConfig } from "../../src/namesrv/index.ts";
 
 export function newClient(): RemotingClient {
@@ -38,6 +45,24 @@ export function registerBrokerRequest(
     },
     body,
   );
+}
+
+/** UPDATE_AND_CREATE_TOPIC fields for a SINGLE_TAG topic (what mqadmin updateTopic sends). */
+export function createTopicExt(topic: string, queues: number, perm = 6, writeQueues = queues): ExtFields {
+  return {
+    topic,
+    defaultTopic: "TBW102",
+    readQueueNums: String(queues),
+    writeQueueNums: String(writeQueues),
+    perm: String(perm),
+    topicFilterType: "SINGLE_TAG",
+    topicSysFlag: "0",
+    order: "false",
+  };
+}
+
+export function createTopicRequest(topic: string, queues: number, perm = 6, writeQueues = queues): RemotingCommand {
+  return createRequest(RequestCode.UPDATE_AND_CREATE_TOPIC, createTopicExt(topic, queues, perm, writeQueues));
 }
 
 export function routeRequest(topic: string): RemotingCommand {

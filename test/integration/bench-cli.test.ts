@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { createRequest, RequestCode, ResponseCode, type RemotingClient } from "../../src/remoting/index.ts";
 import { ROOT, runRocketbun, startRocketbun, waitFor, type RunningBinary } from "../harness/binary.ts";
-import { newClient } from "../harness/wire.ts";
+import { createTopicRequest, newClient } from "../harness/wire.ts";
 
 const TEST_MIN = join(ROOT, "config", "test-min.yaml");
 const TOPIC = "BenchCliT";
@@ -21,16 +21,7 @@ beforeAll(async () => {
   ns = await startRocketbun({ role: "namesrv" });
   master = await startRocketbun({ role: "master", args: ["--namesrv", ns.namesrvAddr, "--config", TEST_MIN] });
   c = newClient();
-  const ext = {
-    topic: TOPIC,
-    defaultTopic: "TBW102",
-    readQueueNums: "4",
-    writeQueueNums: "4",
-    perm: "6",
-    topicFilterType: "SINGLE_TAG",
-    order: "false",
-  };
-  const res = await c.invoke(`127.0.0.1:${master.ports.broker}`, createRequest(RequestCode.UPDATE_AND_CREATE_TOPIC, ext), 3000);
+  const res = await c.invoke(`127.0.0.1:${master.ports.broker}`, createTopicRequest(TOPIC, 4), 3000);
   expect(res.code).toBe(ResponseCode.SUCCESS);
   await waitFor(
     async () =>

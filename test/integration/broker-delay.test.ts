@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { decodeRecordAt, parseProperties, type DecodedRecord } from "../../src/commitlog/index.ts";
 import { createRequest, RequestCode, ResponseCode, type RemotingClient, type RemotingCommand } from "../../src/remoting/index.ts";
 import { ROOT, startRocketbun, waitFor } from "../harness/binary.ts";
-import { newClient } from "../harness/wire.ts";
+import { createTopicRequest, newClient } from "../harness/wire.ts";
 
 const TEST_MIN = join(ROOT, "config", "test-min.yaml");
 const TOPIC = "DelayT";
@@ -30,16 +30,7 @@ async function startMaster(): Promise<{ addr: string; c: RemotingClient; adminUr
   const c = newClient();
   cleanups.push(() => c.close());
   const addr = `127.0.0.1:${proc.ports.broker}`;
-  const ext = {
-    topic: TOPIC,
-    defaultTopic: "TBW102",
-    readQueueNums: "2",
-    writeQueueNums: "2",
-    perm: "6",
-    topicFilterType: "SINGLE_TAG",
-    order: "false",
-  };
-  const res = await c.invoke(addr, createRequest(RequestCode.UPDATE_AND_CREATE_TOPIC, ext), TIMEOUT_MS);
+  const res = await c.invoke(addr, createTopicRequest(TOPIC, 2), TIMEOUT_MS);
   expect(res.code).toBe(ResponseCode.SUCCESS);
   return { addr, c, adminUrl: proc.adminUrl };
 }

@@ -30,7 +30,7 @@ import {
   type RemotingConnection,
 } from "../../src/remoting/index.ts";
 import { ROOT, startRocketbun, tempDir, waitFor, type RunningBinary } from "../harness/binary.ts";
-import { bodyJson, routeRequest } from "../harness/wire.ts";
+import { bodyJson, createTopicRequest, routeRequest } from "../harness/wire.ts";
 
 const CONFIG = join(ROOT, "config", "test-min.yaml");
 /** test-min.yaml: broker.maxMessageSizeBytes. */
@@ -164,19 +164,6 @@ function aliOnsFrame(code: number, ext: Record<string, string | number | boolean
 }
 
 // ----------------------------------------------------------------------------------- requests
-
-function createTopic(topic: string, queues: number, perm = 6, writeQueues = queues): RemotingCommand {
-  return createRequest(RequestCode.UPDATE_AND_CREATE_TOPIC, {
-    topic,
-    defaultTopic: "TBW102",
-    readQueueNums: String(queues),
-    writeQueueNums: String(writeQueues),
-    perm: String(perm),
-    topicFilterType: "SINGLE_TAG",
-    topicSysFlag: "0",
-    order: "false",
-  });
-}
 
 interface SendOpts {
   queueId?: number;
@@ -342,7 +329,7 @@ describe("broker binary: name server registration and topics", () => {
     expect(bodyJson<TopicRouteData>(self).brokerDatas).toEqual([{ cluster: CLUSTER, brokerName: BROKER_NAME, brokerAddrs: { "0": c.addr } }]);
     expectCode(await route(c, "RT"), ResponseCode.TOPIC_NOT_EXIST);
 
-    await ok(c, createTopic("RT", 3, 6, 2));
+    await ok(c, createTopicRequest("RT", 3, 6, 2));
     const rt = await waitFor(
       async () => {
         const r = await route(c, "RT");
@@ -355,7 +342,7 @@ describe("broker binary: name server registration and topics", () => {
     expect(rt.brokerDatas[0]!.brokerAddrs).toEqual({ "0": c.addr });
 
     // Changing a topic re-registers too.
-    await ok(c, createTopic("RT", 5));
+    await ok(c, createTopicRequest("RT", 5));
     await waitFor(
       async () => {
         const r = await route(c, "RT");
@@ -381,18 +368,18 @@ describe("broker binary: name server registration and topics", () => {
 
   test("UPDATE_AND_CREATE_TOPIC refuses bad names, system topics and bad numbers; DELETE_TOPIC_IN_BROKER removes", async () => {
     await using c = await startCluster();
-    expectCode(await c.call(createTopic("bad topic", 4)), ResponseCode.SYSTEM_ERROR, "illegal characters");
+    expectCode(await c.call(createTopicRequest("bad topic", 4)), ResponseCode.SYSTEM_ERROR, "illegal characters");
     for (const sys of ["SCHEDULE_TOPIC_XXXX", "TBW102", "BenchmarkTest", "OFFSET_MOVED_EVENT", "rmq_sys_mine", CLUSTER, BROKER_NAME]) {
-      expectCode(await c.call(createTopic(sys, 4)), ResponseCode.SYSTEM_ERROR, `The topic[${sys}] is conflict with system topic.`);
+      expectCode(await c.call(createTopicRequest(sys, 4)), ResponseCode.SYSTEM_ERROR, `The topic[${sys}] is conflict with system topic.`);
     }
     const escape = createRequest(RequestCode.DELETE_TOPIC_IN_BROKER, { topic: "../../config" });
     expectCode(await c.call(escape), ResponseCode.SYSTEM_ERROR, "illegal characters");
     const delSchedule = createRequest(RequestCode.DELETE_TOPIC_IN_BROKER, { topic: "SCHEDULE_TOPIC_XXXX" });
     expectCode(await c.call(delSchedule), ResponseCode.SYSTEM_ERROR, "conflict with system topic");
     expect((await fetch(`${c.admin}/topics/SCHEDULE_TOPIC_XXXX`)).status).toBe(200);
-    expectCode(await c.call(createTopic("T1", 4, 99)), ResponseCode.SYSTEM_ERROR, "perm");
+    expectCode(await c.call(createTopicRequest("T1", 4, 99)), ResponseCode.SYSTEM_ERROR, "perm");
     expectCode(await c.call(createRequest(RequestCode.UPDATE_AND_CREATE_TOPIC, { topic: "T1" })), ResponseCode.SYSTEM_ERROR, "readQueueNums");
-    await ok(c, createTopic("T1", 2));
+    await ok(c, createTopicRequest("T1", 2));
     await ok(c, sendV2("T1", "x"));
     await ok(c, createRequest(RequestCode.DELETE_TOPIC_IN_BROKER, { topic: "T1" }));
     expectCode(await c.call(sendV2("T1", "x")), ResponseCode.TOPIC_NOT_EXIST);
@@ -404,7 +391,7 @@ describe("broker binary: name server registration and topics", () => {
 describe("broker binary: send", () => {
   test("SEND_MESSAGE_V2 with ali-ons' numeric extFields, SEND_MESSAGE with long names, SEND_BATCH_MESSAGE", async () => {
     await using c = await startCluster();
-    await ok(c, createTopic("S", 4));
+    await ok(c, createTopicRequest("S", 4));
 
     // ali-ons: native JSON numbers and booleans, version 121, trailing 0x02 in properties.
     await using peer = await rawPeer(c.addr);
@@ -507,8 +494,8 @@ describe("broker binary: send", () => {
 
   test("send error paths: unknown topic, bad name, oversized body, read-only topic, bad queueId, system topic, missing header", async () => {
     await using c = await startCluster();
-    await ok(c, createTopic("S", 4));
-    await ok(c, createTopic("RO", 4, 4));
+    await ok(c, createTopicRequest("S", 4));
+    await ok(c, createTopicRequest("RO", 4, 4));
 
     // autoCreateTopicEnable is false on a master: an unknown topic is refused with a hint.
     const unknown = await c.call(sendV2("NoSuchTopic", "x"));
@@ -580,7 +567,7 @@ describe("broker binary: send", () => {
 
   test("delayed send: parked in SCHEDULE_TOPIC_XXXX, the answer names the queue the producer addressed", async () => {
     await using c = await startCluster();
-    await ok(c, createTopic("D", 4));
+    await ok(c, createTopicRequest("D", 4));
     const res = await ok(c, sendV2("D", "later", { queueId: 2, props: { DELAY: "1" } }));
     expect(res.extFields).toMatchObject({ queueId: "2", MSG_REGION: "DefaultRegion", TRACE_ON: "true" });
     const [parked] = records(await c.call(pull("SCHEDULE_TOPIC_XXXX", { queueId: 0 })));
@@ -591,7 +578,7 @@ describe("broker binary: send", () => {
 
   test("MULTI_TAG topics get sysFlag bit MULTI_TAGS on their records", async () => {
     await using c = await startCluster();
-    const create = createTopic("MT", 1);
+    const create = createTopicRequest("MT", 1);
     create.extFields!.topicFilterType = "MULTI_TAG";
     await ok(c, create);
     await ok(c, sendV2("MT", "multi", { tags: "A" }));
@@ -603,7 +590,7 @@ describe("broker binary: send", () => {
 describe("broker binary: pull", () => {
   test("statuses 0/19/20/21 always carry the four offsets; bodies decode and are byte-identical across pulls", async () => {
     await using c = await startCluster();
-    await ok(c, createTopic("P", 2));
+    await ok(c, createTopicRequest("P", 2));
     for (let i = 0; i < 5; i++) await ok(c, sendV2("P", `m${i}`, { tags: i < 3 ? "TagA" : "TagB" }));
 
     // Empty queue: offset 0 is "not yet", anything else has moved (to 0).
@@ -629,7 +616,7 @@ describe("broker binary: pull", () => {
 
   test("tag filtering with the SUBSCRIPTION flag: only matching tags come back, the offsets still advance", async () => {
     await using c = await startCluster();
-    await ok(c, createTopic("F", 1));
+    await ok(c, createTopicRequest("F", 1));
     const tags = ["TagA", "TagB", undefined, "null", "TagA", "TagC"];
     for (const [i, t] of tags.entries()) await ok(c, sendV2("F", `f${i}`, t === undefined ? {} : { tags: t }));
     const a = await c.call(pull("F", { subscription: "TagA" }));
@@ -649,7 +636,7 @@ describe("broker binary: pull", () => {
 
   test("without the SUBSCRIPTION flag the heartbeat's subscription is used: 24 without one, 25 when older", async () => {
     await using c = await startCluster();
-    await ok(c, createTopic("H", 1));
+    await ok(c, createTopicRequest("H", 1));
     for (const t of ["TagA", "TagB", "TagA"]) await ok(c, sendV2("H", t, { tags: t }));
     const noSub = await c.call(pull("H", { group: "HG", sysFlag: 0 }));
     expectCode(noSub, ResponseCode.SUBSCRIPTION_NOT_EXIST, "subscription not exist");
@@ -660,14 +647,14 @@ describe("broker binary: pull", () => {
     expect(records(viaHeartbeat).map(bodyText)).toEqual(["TagB"]);
     expectCode(await c.call(pull("H", { group: "HG", sysFlag: 0, subVersion: 200 })), ResponseCode.SUBSCRIPTION_NOT_LATEST);
     // Another topic of the same group: not subscribed.
-    await ok(c, createTopic("H2", 1));
+    await ok(c, createTopicRequest("H2", 1));
     expectCode(await c.call(pull("H2", { group: "HG", sysFlag: 0 })), ResponseCode.SUBSCRIPTION_NOT_EXIST);
   });
 
   test("pull error paths: unknown topic, bad queueId, unreadable topic, missing header", async () => {
     await using c = await startCluster();
-    await ok(c, createTopic("P", 2));
-    await ok(c, createTopic("WO", 1, 2));
+    await ok(c, createTopicRequest("P", 2));
+    await ok(c, createTopicRequest("WO", 1, 2));
     expectCode(await c.call(pull("Nope")), ResponseCode.TOPIC_NOT_EXIST, "Nope");
     expectCode(await c.call(pull("P", { queueId: 2 })), ResponseCode.SYSTEM_ERROR, "queueId[2] is illegal");
     expectCode(await c.call(pull("P", { queueId: -1 })), ResponseCode.SYSTEM_ERROR, "illegal");
@@ -682,7 +669,7 @@ describe("broker binary: pull", () => {
 
   test("long polling: a parked pull is answered as soon as a message arrives, and with 19 after its suspend time", async () => {
     await using c = await startCluster();
-    await ok(c, createTopic("L", 2));
+    await ok(c, createTopicRequest("L", 2));
     const consumer = c.client();
 
     // Parked for up to 10 s; a message 200 ms later answers it at once.
@@ -733,7 +720,7 @@ describe("broker binary: pull", () => {
 
   test("COMMIT_OFFSET on a pull stores the group's offset (ali-ons' -1 too)", async () => {
     await using c = await startCluster();
-    await ok(c, createTopic("CO", 1));
+    await ok(c, createTopicRequest("CO", 1));
     for (let i = 0; i < 3; i++) await ok(c, sendV2("CO", `c${i}`));
     const q = () => ok(c, createRequest(RequestCode.QUERY_CONSUMER_OFFSET, { consumerGroup: "COG", topic: "CO", queueId: "0" }));
     await c.call(pull("CO", { group: "COG", sysFlag: SUBSCRIPTION | COMMIT_OFFSET, offset: 2, commitOffset: 2 }));
@@ -762,7 +749,7 @@ describe("broker binary: pull", () => {
 describe("broker binary: consumers", () => {
   test("HEART_BEAT then GET_CONSUMER_LIST_BY_GROUP; a joining member triggers NOTIFY_CONSUMER_IDS_CHANGED; UNREGISTER and close remove", async () => {
     await using c = await startCluster();
-    await ok(c, createTopic("C", 4));
+    await ok(c, createTopicRequest("C", 4));
     const notices: { who: string; cmd: RemotingCommand }[] = [];
     const first = c.client((_conn, cmd) => notices.push({ who: "first", cmd }));
     const second = c.client((_conn, cmd) => notices.push({ who: "second", cmd }));
@@ -829,7 +816,7 @@ describe("broker binary: consumers", () => {
 
   test("consumer offsets and the offset queries", async () => {
     await using c = await startCluster();
-    await ok(c, createTopic("O", 2));
+    await ok(c, createTopicRequest("O", 2));
     const q = (queueId: number, group = "OG") =>
       c.call(createRequest(RequestCode.QUERY_CONSUMER_OFFSET, { consumerGroup: group, topic: "O", queueId: String(queueId) }));
     const update = (queueId: number, offset: number) =>
@@ -877,7 +864,7 @@ describe("broker binary: consumers", () => {
 
   test("CONSUMER_SEND_MSG_BACK: to %RETRY%<group> (delayed via SCHEDULE_TOPIC_XXXX), to %DLQ%<group> past maxReconsumeTimes", async () => {
     await using c = await startCluster();
-    await ok(c, createTopic("B", 1));
+    await ok(c, createTopicRequest("B", 1));
     await ok(c, sendV2("B", "orig", { tags: "TagA", props: { KEYS: "key-1" } }));
     const [orig] = records(await c.call(pull("B")));
     const origId = createMsgIdOf(c, orig!.physicalOffset);
@@ -926,7 +913,7 @@ describe("broker binary: consumers", () => {
     expectCode(await c.call(back({ offset: "x" })), ResponseCode.SYSTEM_ERROR, "offset");
 
     // A retry topic made read-only refuses send-backs.
-    await ok(c, createTopic("%RETRY%ROG", 1, 4));
+    await ok(c, createTopicRequest("%RETRY%ROG", 1, 4));
     expectCode(
       await c.call(createRequest(RequestCode.CONSUMER_SEND_MSG_BACK, { group: "ROG", delayLevel: "0", offset: String(orig!.physicalOffset) })),
       ResponseCode.NO_PERMISSION,
@@ -946,7 +933,7 @@ function createMsgIdOf(c: Cluster, offset: number): string {
 describe("broker binary: robustness, VIP port, admin API", () => {
   test("garbage bytes and half-sent requests close only that connection; a parked pull's client may vanish", async () => {
     await using c = await startCluster();
-    await ok(c, createTopic("R", 1));
+    await ok(c, createTopicRequest("R", 1));
 
     // Garbage: a frame length far over the limit. The broker drops that connection only.
     await using junk = await rawPeer(c.addr);
@@ -990,7 +977,7 @@ describe("broker binary: robustness, VIP port, admin API", () => {
 
   test("the VIP port serves sends but not pulls", async () => {
     await using c = await startCluster();
-    await ok(c, createTopic("V", 1));
+    await ok(c, createTopicRequest("V", 1));
     const vip = c.client();
     const sent = await vip.invoke(c.vip, sendV2("V", "via-vip"), 3000);
     expectCode(sent, ResponseCode.SUCCESS);
@@ -1001,7 +988,7 @@ describe("broker binary: robustness, VIP port, admin API", () => {
 
   test("admin API: health, topics with queue offsets, groups with offsets and lag, 404 JSON", async () => {
     await using c = await startCluster();
-    await ok(c, createTopic("A", 2));
+    await ok(c, createTopicRequest("A", 2));
     for (let i = 0; i < 3; i++) await ok(c, sendV2("A", `a${i}`, { queueId: 0 }));
     await ok(c, sendV2("A", "a-q1", { queueId: 1 }));
     await ok(c, createRequest(RequestCode.UPDATE_CONSUMER_OFFSET, { consumerGroup: "AG", topic: "A", queueId: "0", commitOffset: "1" }));
@@ -1040,7 +1027,7 @@ describe("broker binary: robustness, VIP port, admin API", () => {
     const dir = tempDir("rocketbun-restart-");
     try {
       await using c = await startCluster({ dir });
-      await ok(c, createTopic("K", 2));
+      await ok(c, createTopicRequest("K", 2));
       const sent: string[] = [];
       for (let i = 0; i < 5; i++) {
         const body = `keep-${i}-${"x".repeat(i * 1000)}`;

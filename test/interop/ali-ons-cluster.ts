@@ -8,7 +8,7 @@
 import { join } from "node:path";
 import { createRequest, RequestCode, type RemotingClient } from "../../src/remoting/index.ts";
 import { ROOT, startRocketbun, type RunningBinary, waitFor } from "../harness/binary.ts";
-import { bodyJson, newClient, routeRequest } from "../harness/wire.ts";
+import { bodyJson, createTopicRequest, newClient, routeRequest } from "../harness/wire.ts";
 // @ts-expect-error ali-ons ships no type declarations
 import { Consumer as OnsConsumerClass, Message as OnsMessageClass, Producer as OnsProducerClass } from "ali-ons";
 // @ts-expect-error ali-ons ships no type declarations
@@ -192,16 +192,7 @@ export class Cluster implements AsyncDisposable {
 
   /** UPDATE_AND_CREATE_TOPIC on the master, then wait until the name server routes it. */
   async createTopic(topic: string, queues = 8): Promise<void> {
-    const req = createRequest(RequestCode.UPDATE_AND_CREATE_TOPIC, {
-      topic,
-      defaultTopic: "TBW102",
-      readQueueNums: String(queues),
-      writeQueueNums: String(queues),
-      perm: "6",
-      topicFilterType: "SINGLE_TAG",
-      topicSysFlag: "0",
-      order: "false",
-    });
+    const req = createTopicRequest(topic, queues);
     const res = await this.wire.invoke(this.brokerAddr, req, 3000);
     if (res.code !== 0) throw new Error(`UPDATE_AND_CREATE_TOPIC ${topic} answered ${res.code} ${res.remark ?? ""}`);
     await this.waitRoute(topic, queues);
