@@ -301,16 +301,19 @@ export class IndexService {
   }
 
   /**
-   * Makes every put so far durable. Returns the index checkpoint timestamp, as RocketMQ records it:
-   * the endTimestamp of the newest *finished* file (full, or followed by a newer one), 0 if none.
-   * Not the newest file's end: after a crash, load(checkpoint) deletes the file still being
-   * written as a whole, and re-dispatch from this timestamp must cover all of it.
+   * The periodic checkpoint's flush, on the thread pool: the finished files only (each once; a
+   * clean file's flush is a no-op). The file still taking puts is left to the kernel until it is
+   * full or the store shuts down: after an unclean shutdown load() deletes it whatever was
+   * flushed (its endTimestamp is past the checkpoint's) and recovery rebuilds it, so syncing it
+   * every second bought nothing. It cost the W3 tail: writeback write-protects the pages of the
+   * mapping, so the puts after each fsync took a fault per random hash slot they touched
+   * (measured: ack p99 3.9 → 2.2 ms, max 20 → 8 ms at 5,000 msgs/s).
    */
-  /** flush() with the fsyncs on the thread pool (the periodic checkpoint uses this). */
   async flushAsync(): Promise<number> {
     this.#assertWritable();
+    const last = this.#files.length - 1;
     try {
-      await Promise.all(this.#files.map((e) => e.file.flushAsync()));
+      await Promise.all(this.#files.filter((e, i) => i < last || e.file.isFull()).map((e) => e.file.flushAsync()));
     } catch (e) {
       throw this.#fail(e);
     }
@@ -325,6 +328,12 @@ export class IndexService {
     return 0;
   }
 
+  /**
+   * Makes every put so far durable. Returns the index checkpoint timestamp, as RocketMQ records it:
+   * the endTimestamp of the newest *finished* file (full, or followed by a newer one), 0 if none.
+   * Not the newest file's end: after a crash, load(checkpoint) deletes the file still being
+   * written as a whole, and re-dispatch from this timestamp must cover all of it.
+   */
   flush(): number {
     this.#assertWritable();
     try {
