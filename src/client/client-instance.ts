@@ -220,14 +220,13 @@ export class ClientInstance {
   // -------------------------------------------------------------- brokers
 
   /** A request to a broker; a non-success code is returned, not thrown (callers decide). */
-  async invokeBroker(addr: string, code: number, ext?: ExtFields, body?: Uint8Array, timeoutMs = this.requestTimeoutMs): Promise<RemotingCommand> {
-    try {
-      return await this.remoting.invoke(addr, createRequest(code, ext, body), timeoutMs);
-    } catch (e) {
+  invokeBroker(addr: string, code: number, ext?: ExtFields, body?: Uint8Array, timeoutMs = this.requestTimeoutMs): Promise<RemotingCommand> {
+    // Not async: the send path pays one promise here, and only failures take the mapping below.
+    return this.remoting.invoke(addr, createRequest(code, ext, body), timeoutMs).catch((e: unknown) => {
       if (e instanceof RemotingTimeoutError)
         throw new MQTimeoutError(`${addr} did not answer request ${code} within ${timeoutMs} ms`, -1, { cause: e });
       throw new MQClientError(`request ${code} to ${addr} failed: ${errText(e)}`, -1, { cause: e });
-    }
+    });
   }
 
   async invokeBrokerOneway(addr: string, code: number, ext?: ExtFields, body?: Uint8Array): Promise<void> {

@@ -32,6 +32,8 @@ export function splitHostPort(addr: string): { host: string; port: number } {
 export class RemotingClient {
   readonly #opts: RemotingClientOptions;
   readonly #connections = new Map<string, Promise<RemotingConnection>>();
+  /** The connected ones, for invoke's synchronous fast path (no promise to await per request). */
+  readonly #open = new Map<string, RemotingConnection>();
   #closed = false;
 
   constructor(opts: RemotingClientOptions) {
@@ -46,10 +48,13 @@ export class RemotingClient {
     const p = this.#connect(addr);
     this.#connections.set(addr, p);
     p.then(
-      (conn) =>
+      (conn) => {
+        if (this.#connections.get(addr) === p) this.#open.set(addr, conn);
         conn.onClose(() => {
           if (this.#connections.get(addr) === p) this.#connections.delete(addr);
-        }),
+          if (this.#open.get(addr) === conn) this.#open.delete(addr);
+        });
+      },
       () => {
         if (this.#connections.get(addr) === p) this.#connections.delete(addr);
       },
@@ -57,9 +62,10 @@ export class RemotingClient {
     return p;
   }
 
-  async invoke(addr: string, cmd: RemotingCommand, timeoutMs: number): Promise<RemotingCommand> {
-    const conn = await this.connection(addr);
-    return conn.invoke(cmd, timeoutMs);
+  invoke(addr: string, cmd: RemotingCommand, timeoutMs: number): Promise<RemotingCommand> {
+    const open = this.#open.get(addr);
+    if (open !== undefined && !open.closed) return open.invoke(cmd, timeoutMs);
+    return this.connection(addr).then((conn) => conn.invoke(cmd, timeoutMs));
   }
 
   async invokeOneway(addr: string, cmd: RemotingCommand): Promise<void> {
@@ -71,6 +77,7 @@ export class RemotingClient {
   async disconnect(addr: string): Promise<void> {
     const p = this.#connections.get(addr);
     this.#connections.delete(addr);
+    this.#open.delete(addr);
     if (p) (await p.catch(() => null))?.close();
   }
 
@@ -78,6 +85,7 @@ export class RemotingClient {
     this.#closed = true;
     const all = [...this.#connections.values()];
     this.#connections.clear();
+    this.#open.clear();
     for (const p of all) (await p.catch(() => null))?.close();
   }
 
