@@ -20,6 +20,7 @@
  * The batch-level properties (header field `i`) and CLUSTER are merged by the send processor, not here.
  */
 import { PROPERTIES_SIZE_MAX_BYTES, type Invalid } from "./message-record.ts";
+import { allocUninitialized } from "./bytes.ts";
 
 export const BATCH_ENTRY_FIXED_SIZE = 4 + 4 + 4 + 4 + 4 + 2;
 const OFFSET_FLAG = 12;
@@ -73,14 +74,16 @@ export function encodeMessageBatch(msgs: readonly BatchEntry[]): Uint8Array {
     if (p.length > PROPERTIES_SIZE_MAX_BYTES) throw new Error("message-batch: properties longer than 32767 bytes");
     size += BATCH_ENTRY_FIXED_SIZE + m.body.length + p.length;
   });
-  const out = new Uint8Array(size);
+  const out = allocUninitialized(size);
   const view = new DataView(out.buffer);
   let pos = 0;
   msgs.forEach((m, i) => {
     const p = props[i]!;
     const entrySize = BATCH_ENTRY_FIXED_SIZE + m.body.length + p.length;
     view.setInt32(pos, entrySize);
-    // MAGICCODE and BODYCRC stay 0, as Java sends them.
+    // MAGICCODE and BODYCRC are 0, as Java sends them.
+    view.setInt32(pos + 4, 0);
+    view.setInt32(pos + 8, 0);
     view.setInt32(pos + OFFSET_FLAG, m.flag);
     view.setInt32(pos + OFFSET_BODY_LENGTH, m.body.length);
     out.set(m.body, pos + OFFSET_BODY);

@@ -15,6 +15,7 @@ import { MESSAGE_MAGIC_CODE, readPhysicalOffset, readStoreTimestamp, readTotalSi
 import type { MessageStore } from "../commitlog/index.ts";
 import { encodeChunkHeader, HA_HEADER_SIZE, ReportDecoder } from "./transfer.ts";
 import { tcpTransport, type HaListener, type HaSocket, type HaSocketEvents, type HaTransport } from "./transport.ts";
+import { allocUninitialized } from "../common/bytes.ts";
 
 export interface HAServiceOptions {
   host: string;
@@ -275,7 +276,7 @@ export class HAService {
       // Small chunks (a send or two) go out as one write; large ones straight from the mapping.
       let parts: Uint8Array[];
       if (n <= COPY_MAX_BYTES) {
-        const frame = new Uint8Array(HA_HEADER_SIZE + n);
+        const frame = allocUninitialized(HA_HEADER_SIZE + n);
         frame.set(header);
         frame.set(bytes, HA_HEADER_SIZE);
         parts = [frame];

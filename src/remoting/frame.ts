@@ -17,6 +17,7 @@
 import { type RemotingCommand, SerializeType } from "./command.ts";
 import { decodeJsonHeader, encodeJsonHeaderText, type DecodedHeader } from "./header-json.ts";
 import { decodeRocketmqHeader, encodeRocketmqHeader } from "./header-rocketmq.ts";
+import { allocUninitialized } from "../common/bytes.ts";
 
 export const FRAME_LENGTH_FIELD_SIZE = 4;
 export const FRAME_HEADER_LENGTH_FIELD_SIZE = 4;
@@ -219,7 +220,7 @@ export class FrameDecoder {
       this.#pendingLength = need;
       return pending.subarray(0, need);
     }
-    const grown = new Uint8Array(Math.max(need, pending.length * 2));
+    const grown = allocUninitialized(Math.max(need, pending.length * 2));
     grown.set(pending.subarray(0, this.#pendingLength));
     grown.set(chunk, this.#pendingLength);
     this.#pending = grown;
@@ -246,7 +247,7 @@ export class FrameDecoder {
     if (this.#pending !== null && buf.buffer === this.#pending.buffer && this.#pending.length >= want) {
       this.#pending.copyWithin(0, pos, buf.length);
     } else {
-      const next = this.#pending === null || this.#pending.length < want ? new Uint8Array(want) : this.#pending;
+      const next = this.#pending === null || this.#pending.length < want ? allocUninitialized(want) : this.#pending;
       next.set(buf.subarray(pos));
       this.#pending = next;
     }
