@@ -14,6 +14,7 @@
  *   --only LIST    RocketBun workloads to run, e.g. W1,W2 (default all: W1,W2,W3,W4,W5,W1s,W6)
  *   --out DIR      results folder (default bench/results)
  *   --keep         keep the temp folder (binary, stores, logs)
+ *   --no-collect   do not collect the client's garbage before each timed window (the peers' harness does not)
  *   --binary FILE  use this rocketbun binary instead of building one into the temp folder
  *   --rebuild F.json  re-render F's .md, .svg (and .png) from its figures, measuring nothing
  *   BENCH_DIR      where the temp folder goes (default the OS temp folder, the disk the peers use too)
@@ -58,6 +59,8 @@ export interface BenchArgs {
   binary: string | null;
   /** Re-render the .md/.svg of an earlier run from its .json (no measuring). */
   rebuild: string | null;
+  /** Collect the client's garbage before each timed window (default; --no-collect). */
+  collect: boolean;
 }
 
 const ALL = ["W1", "W2", "W3", "W4", "W5", "W1s", "W6"];
@@ -74,6 +77,7 @@ export function parseBenchArgs(argv: string[]): BenchArgs {
     keep: false,
     binary: null,
     rebuild: null,
+    collect: true,
   };
   const value = (i: number, x: string) => (x.includes("=") ? x.slice(x.indexOf("=") + 1) : argv[i + 1]);
   for (let i = 0; i < argv.length; i++) {
@@ -84,6 +88,7 @@ export function parseBenchArgs(argv: string[]): BenchArgs {
     else if (x === "--no-peers") a.peers = false;
     else if (x === "--cpu-prof") a.cpuProf = true;
     else if (x === "--keep") a.keep = true;
+    else if (x === "--no-collect") a.collect = false;
     else if (name === "--only" || name === "--out" || name === "--peers-from" || name === "--binary" || name === "--rebuild") {
       const v = value(i, x);
       if (!v) throw new Error(`${name} needs a value`);
@@ -97,7 +102,7 @@ export function parseBenchArgs(argv: string[]): BenchArgs {
       else a.peersFrom = resolve(v);
     } else if (x === "--help" || x === "-h") {
       process.stdout.write(
-        "usage: bun bench/run.ts [--quick|--smoke] [--no-peers] [--peers-from all.jsonl] [--cpu-prof] [--only W1,W2,...] [--out DIR] [--keep] [--binary FILE]\n",
+        "usage: bun bench/run.ts [--quick|--smoke] [--no-peers] [--peers-from all.jsonl] [--cpu-prof] [--only W1,W2,...] [--out DIR] [--keep] [--no-collect] [--binary FILE]\n",
       );
       process.exit(0);
     } else throw new Error(`unknown argument ${x}`);
@@ -106,9 +111,10 @@ export function parseBenchArgs(argv: string[]): BenchArgs {
 }
 
 export function paramsFor(a: BenchArgs): WorkloadParams {
-  if (a.smoke) return { ...STANDARD, msgs: 2000, e2eRate: 1000, e2eSecs: 1, warmup: 300, w6Topics: 20, w6MaxSecs: 5, idleMs: 200 };
-  if (a.quick) return { ...STANDARD, msgs: 20_000, e2eSecs: 2, w6MaxSecs: 30 };
-  return { ...STANDARD };
+  const base = { ...STANDARD, collectBetween: a.collect };
+  if (a.smoke) return { ...base, msgs: 2000, e2eRate: 1000, e2eSecs: 1, warmup: 300, w6Topics: 20, w6MaxSecs: 5, idleMs: 200 };
+  if (a.quick) return { ...base, msgs: 20_000, e2eSecs: 2, w6MaxSecs: 30 };
+  return base;
 }
 
 const log = (msg: string) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);

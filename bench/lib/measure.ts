@@ -35,6 +35,8 @@ export interface WorkloadParams {
   w6MaxSecs: number;
   /** Pause before the idle RSS readings (fresh start, and after W1–W5). */
   idleMs: number;
+  /** Collect the client's garbage before each timed window (workloads.ts startWindow); --no-collect turns it off. */
+  collectBetween: boolean;
 }
 
 export const STANDARD: WorkloadParams = {
@@ -51,6 +53,7 @@ export const STANDARD: WorkloadParams = {
   w6Queues: 8,
   w6MaxSecs: 90,
   idleMs: 3000,
+  collectBetween: true,
 };
 
 export const now = () => performance.now();

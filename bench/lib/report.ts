@@ -297,6 +297,10 @@ export function buildReport(input: ReportInput): Report {
     "RocketBun: name server and master as separate processes of the compiled binary on 127.0.0.1, 1 GiB CommitLog segments, " +
       `pulls of up to ${prm.batch} messages; the project's own client (Producer, PushConsumer) in one Bun process. ` +
       "W1–W5 run on a fresh ASYNC_FLUSH master; W1s on the same store after a restart as SYNC_FLUSH; W6 on a fresh ASYNC_FLUSH master. " +
+      (prm.collectBetween === false
+        ? "The client process's garbage is not collected between workloads (--no-collect), as in the peers' harness. "
+        : "The client process collects its garbage (Bun.gc(true)) before each timed window, so that one workload's 200 MB body pool is not " +
+          "collected inside the next one's window; the peers' harness does not do this (`--no-collect` measures without it). ") +
       "Ratios are RocketBun / peer (for latency, CPU, memory and time, below 1× is better).",
   );
   p();

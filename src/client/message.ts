@@ -125,7 +125,8 @@ export function decodeMessages(body: Uint8Array, brokerName: string): MessageExt
   const out: MessageExt[] = [];
   let pos = 0;
   while (pos < body.length) {
-    const r = decodeRecordAt(body, pos, { checkCrc: false });
+    // Host views: the pull body is this response's private copy, and the hosts are not kept.
+    const r = decodeRecordAt(body, pos, { checkCrc: false, hostViews: true });
     if (!("totalSize" in r)) break;
     pos += r.totalSize;
     const props = parseProperties(r.properties);
