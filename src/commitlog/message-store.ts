@@ -666,14 +666,29 @@ export class MessageStore {
    * then dispatches every record they complete. Returns a reason when the bytes do not continue
    * this store's log (the caller reconnects and resumes from maxPhyOffset).
    */
-  appendReplicated(offset: number, data: Uint8Array): { invalid: string } | null {
+  appendReplicated(offset: number, data: Uint8Array, damaged?: string): { invalid: string } | null {
     if (this.#shutdown) return { invalid: "message store has shut down" };
     const wasEmpty = this.commitLog.segments.length === 0;
     const bad = this.commitLog.appendRaw(offset, data);
     if (bad) return bad;
     if (wasEmpty) this.#reputOffset = offset;
+    if (damaged !== undefined) this.#replicatedDamage(offset, offset + data.length, damaged);
     this.reput();
     return null;
+  }
+
+  /**
+   * Bytes of a range the master's own recovery found damaged (../ha/record-stream.ts): stored as
+   * they are, so both logs stay byte-for-byte equal, but recorded in corrupt.json like damage this
+   * store found itself: never dispatched, never served. Consecutive parts of one range merge.
+   */
+  #replicatedDamage(from: number, to: number, reason: string): void {
+    this.reput(); // whole records before the range (there is never a partial one: see RecordStream)
+    if (this.#reputOffset === from) this.#reputOffset = to;
+    const last = this.#corrupt.at(-1);
+    if (last !== undefined && last.to === from) last.to = to;
+    else this.#corrupt.push({ from, to, reason: `streamed by the master: ${reason}` });
+    this.#disk.writeFileAtomic(join(this.#o.dir, "corrupt.json"), JSON.stringify(this.#corrupt, null, 2));
   }
 
   /** Dispatches records written to the CommitLog but not yet indexed (replicated bytes). */

@@ -3,7 +3,9 @@
  * arbitrary chunks (never across a segment end), build an identical log and the same queues.
  */
 import { afterEach, expect, test } from "bun:test";
-import { rmSync } from "node:fs";
+import { readFileSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { readPhysicalOffset } from "../common/message-record.ts";
 import { MessageStore } from "./message-store.ts";
 import { message, tempStoreDir, testStoreOptions } from "./test-support.ts";
 
@@ -75,4 +77,31 @@ test("an empty slave can start at a later segment of the master", async () => {
   const max = master.getMaxOffsetInQueue("T", 0);
   expect(slave.getMaxOffsetInQueue("T", 0)).toBe(max);
   expect(slave.getMessage("T", 0, max - 1, 1).status).toBe("FOUND");
+});
+
+test("a damaged range streamed by the master is stored as is, recorded in corrupt.json, never dispatched or served; later records are", async () => {
+  const master = open();
+  for (let i = 0; i < 6; i++) await master.putMessage(message("T", 0, `m${i}`.padEnd(200, "x")));
+  const slave = open(true);
+  const starts = master.getMessage("T", 0, 0, 32).messages.map((m) => readPhysicalOffset(m, 0));
+  expect(starts).toHaveLength(6);
+  // Records 0-1 verified, record 2 arrives damaged (as a master's recovery left it), 3-5 verified.
+  const all = master.commitLog.read(0, master.maxPhyOffset)!.slice();
+  const [r2, r3] = [starts[2]!, starts[3]!];
+  const garbage = all.slice(r2, r3).fill(0x41);
+  expect(slave.appendReplicated(0, all.slice(0, r2))).toBeNull();
+  expect(slave.appendReplicated(r2, garbage.subarray(0, 50), "no record at r2")).toBeNull();
+  expect(slave.appendReplicated(r2 + 50, garbage.subarray(50), "no record at r2")).toBeNull();
+  expect(slave.appendReplicated(r3, all.slice(r3))).toBeNull();
+  expect(slave.maxPhyOffset).toBe(master.maxPhyOffset);
+  expect(slave.dispatchedOffset).toBe(master.maxPhyOffset);
+  // One range for the two parts, persisted.
+  expect(slave.corruptRanges).toEqual([{ from: r2, to: r3, reason: "streamed by the master: no record at r2" }]);
+  const dir = dirs.at(-1)!;
+  expect(JSON.parse(readFileSync(join(dir, "corrupt.json"), "utf8"))).toEqual(slave.corruptRanges);
+  // The queue skips the damaged record: offsets 0, 1, then 3.. (queue offsets as the master assigned them).
+  expect(slave.getMaxOffsetInQueue("T", 0)).toBe(6);
+  const got = slave.getMessage("T", 0, 0, 32).messages.map((m) => Buffer.from(m).toString("latin1"));
+  expect(got.length).toBe(5);
+  expect(got.some((m) => m.includes("m2"))).toBe(false);
 });

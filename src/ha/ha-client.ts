@@ -230,8 +230,15 @@ export class HAClient {
       const r = link.records.feed(f.offset, f.data);
       // Verified records before a fault are written even when the stream then breaks.
       for (const a of r.appends) {
-        const bad = store.appendReplicated(a.offset, a.data);
+        const bad = store.appendReplicated(a.offset, a.data, a.damaged);
         if (bad) return this.#broken(link, `the store refused ${a.data.length} bytes at ${a.offset}: ${bad.invalid}`);
+        if (a.damaged !== undefined) {
+          this.#o.log.rateLimited(
+            "warn",
+            "ha-damage",
+            `the master streamed damaged bytes [${a.offset}, ${a.offset + a.data.length}) (${a.damaged}): stored as they are, never served`,
+          );
+        }
         applied = true;
       }
       this.#bytesReceived += f.data.length;

@@ -158,34 +158,78 @@ describe("RecordStream", () => {
     expect(Buffer.from(img.bytes.subarray(0, log.length)).equals(Buffer.from(log))).toBe(true);
   });
 
-  test("a damaged body (CRC), a misplaced record, zeros and garbage are refused; the records before them are kept", () => {
-    const bad = (mutate: (b: Uint8Array) => void, pattern: RegExp) => {
+  test("a damaged record (CRC, misplaced, zeros, garbage, torn size) becomes a damaged range; verification resumes at the next good record", () => {
+    const r3 = recordStarts[3]!;
+    const r4 = recordStarts[4]!;
+    const stop = recordStarts[6]!;
+    const damagedRun = (mutate: (b: Uint8Array) => void, reason: RegExp, cut: number) => {
       const copy = log.slice();
       mutate(copy);
       const rs = new RecordStream(SEGMENT, 0);
       const img = new Image(0);
-      let why = "";
-      for (let off = 0; off < recordStarts[6]!;) {
-        const end = Math.min(off + 3000, recordStarts[6]!);
+      const damaged: { from: number; to: number; why: string }[] = [];
+      const records: number[] = [];
+      for (let off = 0; off < stop;) {
+        const end = Math.min(off + cut, stop);
         const r = rs.feed(off, copy.slice(off, end));
+        expect(r.invalid).toBeUndefined();
         img.apply(r.appends);
-        if (r.invalid !== undefined) {
-          why = r.invalid;
-          break;
-        }
+        for (const a of r.appends) if (a.damaged !== undefined) damaged.push({ from: a.offset, to: a.offset + a.data.length, why: a.damaged });
+        for (const rec of r.records) records.push(rec.physicalOffset);
         off = end;
       }
-      expect(why).toMatch(pattern);
-      // Everything appended is the master's own bytes, up to exactly the damaged record.
-      expect(img.end).toBe(recordStarts[3]!);
-      expect(Buffer.from(img.bytes.subarray(0, img.end)).equals(Buffer.from(log.subarray(0, img.end)))).toBe(true);
+      // The stored bytes are exactly what was streamed, damage included (the slave mirrors the master).
+      expect(img.end).toBe(stop);
+      expect(Buffer.from(img.bytes.subarray(0, stop)).equals(Buffer.from(copy.subarray(0, stop)))).toBe(true);
+      // One damaged range, [r3, r4) in however many parts, with the first fault's reason.
+      expect(damaged[0]!.from).toBe(r3);
+      expect(damaged.at(-1)!.to).toBe(r4);
+      for (let i = 1; i < damaged.length; i++) expect(damaged[i]!.from).toBe(damaged[i - 1]!.to);
+      expect(damaged[0]!.why).toMatch(reason);
+      // Every other record was verified and handed out.
+      expect(records).toEqual(recordStarts.slice(0, 6).filter((o) => o !== r3));
     };
-    const r3 = recordStarts[3]!;
-    bad((b) => (b[r3 + 200] = b[r3 + 200]! ^ 0xff), /body crc mismatch/);
-    bad((b) => new DataView(b.buffer).setUint32(r3 + 32, 12345), /says it belongs at/);
-    bad((b) => b.fill(0, r3, r3 + 8), /no record at .*TOTALSIZE 0/);
-    bad((b) => b.fill(0x41, r3, r3 + 16), /no record at/);
-    bad((b) => new DataView(b.buffer).setInt32(r3, 10_000_000), /impossible before the segment end/);
+    for (const cut of [3000, 97, 1 << 20]) {
+      damagedRun((b) => (b[r3 + 200] = b[r3 + 200]! ^ 0xff), /body crc mismatch/, cut);
+      damagedRun((b) => new DataView(b.buffer).setUint32(r3 + 32, 12345), /says it belongs at/, cut);
+      damagedRun((b) => b.fill(0, r3, r3 + 8), /no record at .*TOTALSIZE 0/, cut);
+      damagedRun((b) => b.fill(0x41, r3, r4), /no record at/, cut);
+      damagedRun((b) => new DataView(b.buffer).setInt32(r3, 10_000_000), /impossible before the segment end/, cut);
+    }
+  });
+
+  test("a damaged range that runs to the segment end is handed out up to it; the next segment verifies again", () => {
+    // Garbage from a record in the first segment to that segment's end (its BLANK marker torn too).
+    const lastInSeg = recordStarts.filter((o) => o < SEGMENT).at(-1)!;
+    const copy = log.slice();
+    copy.fill(0x55, lastInSeg, SEGMENT);
+    const rs = new RecordStream(SEGMENT, 0);
+    const img = new Image(0);
+    const damaged: { from: number; to: number }[] = [];
+    for (const c of chunks(0, log.length, 5000)) {
+      const r = rs.feed(c.offset, copy.slice(c.offset, c.offset + c.data.length));
+      expect(r.invalid).toBeUndefined();
+      img.apply(r.appends);
+      for (const a of r.appends) if (a.damaged !== undefined) damaged.push({ from: a.offset, to: a.offset + a.data.length });
+    }
+    expect(damaged[0]!.from).toBe(lastInSeg);
+    expect(damaged.at(-1)!.to).toBe(SEGMENT);
+    expect(img.end).toBe(log.length);
+    expect(Buffer.from(img.bytes.subarray(0, log.length)).equals(Buffer.from(copy))).toBe(true);
+  });
+
+  test("a master with bigger segments is caught at the first record that crosses this store's segment end", () => {
+    const rs = new RecordStream(SEGMENT / 2, 0);
+    let why = "";
+    for (const p of chunks(0, SEGMENT, 4096)) {
+      const r = rs.feed(p.offset, p.data);
+      expect(r.appends.every((a) => a.damaged === undefined)).toBe(true);
+      if (r.invalid !== undefined) {
+        why = r.invalid;
+        break;
+      }
+    }
+    expect(why).toMatch(/impossible before the segment end.*commitLogSegmentBytes 32768/);
   });
 
   test("a master with another segment size is caught at its first BLANK marker", () => {

@@ -12,6 +12,16 @@
  *   record:  TOTALSIZE (4) | MAGICCODE v1 (4) | BODYCRC (4) | ... | PHYSICALOFFSET (8) @28 | ...
  *   BLANK:   TOTALSIZE = bytes to the segment end (4) | BLANK MAGICCODE (4)
  *
+ * Damage: a master whose recovery found a damaged range in the middle of its log (recovery.ts:
+ * torn pages of a crash, kept because valid records follow) streams those bytes like any other,
+ * and the slave must hold the same bytes at the same offsets. So bytes that fail the record checks
+ * below start a damaged range instead of breaking the stream: they are handed out as `damaged`
+ * appends (stored as they are, never dispatched or served), and verification resumes at the first
+ * offset Y where the master's recovery would resume too — a record with the v1 magic, consistent
+ * sizes, a matching CRC and PHYSICALOFFSET = Y, or a BLANK marker reaching exactly the segment
+ * end. Not damage, still fatal: a BLANK marker of the wrong size or a valid-looking record that
+ * crosses the segment end (a master with another segment size), and v2 records.
+ *
  * Invariants (a violation = a broken stream: the verified records before the fault are still
  * handed out, nothing from the fault on is; the caller reconnects and resumes from its log end):
  *   - every chunk starts at `expectedOffset` (for an empty store: at a segment start);
@@ -32,17 +42,32 @@ import {
   decodeRecordAt,
   MESSAGE_MAGIC_CODE,
   MESSAGE_MAGIC_CODE_V2,
+  readPhysicalOffset,
   RECORD_FIXED_SIZE_V4,
   type DecodedRecord,
 } from "../common/message-record.ts";
 
 const HEADER = 8;
+/** PHYSICALOFFSET is the 8 bytes at 28 (wire reference §4.1). */
+const PHYSICAL_OFFSET_END = 36;
+/**
+ * A record that crosses the segment end is a master with bigger segments (fatal) only if it looks
+ * real: stored at its own offset and no bigger than any message could be (RocketMQ's default
+ * maxMessageSize is 4 MiB); a torn TOTALSIZE is damage.
+ */
+const PLAUSIBLE_RECORD_MAX_BYTES = 8 * 1024 * 1024;
+
+function readInt32(b: Uint8Array, p: number): number {
+  return (b[p]! << 24) | (b[p + 1]! << 16) | (b[p + 2]! << 8) | b[p + 3]!;
+}
 
 export interface RecordAppend {
   /** Where `data` goes in the CommitLog (the log end at that moment). */
   offset: number;
-  /** Whole records, or one BLANK region; a view valid until the next `feed`. */
+  /** Whole records, or one BLANK region, or damaged bytes; a view valid until the next `feed`. */
   data: Uint8Array;
+  /** Set for bytes of a damaged range (why the range started): store them, never serve them. */
+  damaged?: string;
 }
 
 export interface FeedResult {
@@ -74,6 +99,12 @@ export class RecordStream {
   /** Absolute offset of the next stream byte. */
   #pos: number;
   #broken: string | null = null;
+  /**
+   * Inside a damaged range: why it started, and from where in the carry to look for the resync
+   * point (1 right after the fault: the bytes at the fault are known bad). The carry then holds
+   * the bytes from #end not yet judged (at most one candidate record that is still incomplete).
+   */
+  #damage: { reason: string; searchFrom: number } | null = null;
 
   /** `end`: the local CommitLog's end, or null for an empty store. */
   constructor(segmentBytes: number, end: number | null) {
@@ -122,7 +153,13 @@ export class RecordStream {
         continue;
       }
       let buf: Uint8Array;
-      if (this.#carry.length > 0) {
+      if (this.#damage !== null) {
+        // Inside a damaged range everything not yet judged stays together until the resync
+        // point is found (a candidate record may need many more bytes before it can be judged).
+        buf = this.#carry.length > 0 ? this.#carryAppend(rest) : rest;
+        this.#pos += rest.length;
+        rest = rest.subarray(rest.length);
+      } else if (this.#carry.length > 0) {
         // Complete the carried record first, copying only the bytes it still needs.
         const take = Math.min(this.#wanted(), rest.length);
         buf = this.#carryAppend(rest.subarray(0, take));
@@ -133,9 +170,9 @@ export class RecordStream {
         rest = rest.subarray(rest.length);
         this.#pos += buf.length;
       }
-      const used = this.#scan(buf, out);
+      const used = this.#process(buf, out);
       if (typeof used !== "number") return fail(used.invalid);
-      // What is left is the start of one record (or BLANK marker): keep a copy.
+      // What is left is the start of one record (or BLANK marker), or damaged bytes not yet judged: keep a copy.
       this.#carry = buf === this.#carry && used === 0 ? buf : this.#carryKeep(buf.subarray(used));
     }
     return out;
@@ -177,6 +214,81 @@ export class RecordStream {
   }
 
   /**
+   * Runs buf (which starts at #end) through the record checks and, inside a damaged range, the
+   * resync search, switching between the two as often as the bytes require. Returns how many
+   * bytes were used (the rest waits for more), or why the stream cannot go on.
+   */
+  #process(buf: Uint8Array, out: FeedResult): number | { invalid: string } {
+    let off = 0;
+    for (;;) {
+      if (this.#damage !== null) {
+        off += this.#resync(buf.subarray(off), out);
+        if (this.#damage !== null) return off;
+      }
+      const used = this.#scan(buf.subarray(off), out);
+      if (typeof used !== "number") return used;
+      off += used;
+      if (this.#damage === null) return off;
+    }
+  }
+
+  /**
+   * Inside a damaged range (buf starts at #end): looks for the resync point, handing out the bytes
+   * ruled out as a `damaged` append. Returns the bytes used; #damage is cleared when buf[used] is
+   * the resync point, and stays set when more bytes are needed to judge buf[used].
+   */
+  #resync(buf: Uint8Array, out: FeedResult): number {
+    const damage = this.#damage!;
+    let p = damage.searchFrom;
+    let found = false;
+    while (p < buf.length) {
+      const at = this.#end + p;
+      const segEnd = at - (at % this.#segmentBytes) + this.#segmentBytes;
+      if (at % this.#segmentBytes === 0 && p > 0) {
+        // The damage reached the segment end: what lies before is handed out in its own append
+        // (an append never crosses a segment end); the search goes on in the next segment.
+        break;
+      }
+      const judged = this.#resyncPointAt(buf, p, at, segEnd);
+      if (judged === "more") break;
+      if (judged) {
+        found = true;
+        break;
+      }
+      p++;
+    }
+    if (p > 0) {
+      // A copy: buf may be a carry buffer that this same feed reuses (damage is rare; records are
+      // handed out as views, which the carry's two-buffer rotation keeps valid).
+      out.appends.push({ offset: this.#end, data: Uint8Array.prototype.slice.call(buf, 0, p), damaged: damage.reason });
+      this.#end += p;
+    }
+    // Bytes at buf[p] are judged afresh next time (the only known-bad offset is the fault itself).
+    damage.searchFrom = 0;
+    if (found) this.#damage = null;
+    return p;
+  }
+
+  /**
+   * Whether buf[p] (at log offset `at`) is where the master's recovery resumes after damage: a
+   * verified record stored at its own offset, or a BLANK marker reaching exactly the segment end.
+   * "more" when the bytes there could be one but have not all arrived.
+   */
+  #resyncPointAt(buf: Uint8Array, p: number, at: number, segEnd: number): boolean | "more" {
+    const left = buf.length - p;
+    if (left < HEADER) return "more";
+    const total = readInt32(buf, p);
+    const magic = readInt32(buf, p + 4);
+    if (magic === BLANK_MAGIC_CODE) return total === segEnd - at;
+    if (magic !== MESSAGE_MAGIC_CODE) return false;
+    if (total < RECORD_FIXED_SIZE_V4 || at + total > segEnd - BLANK_MARKER_SIZE) return false;
+    if (left < PHYSICAL_OFFSET_END) return "more";
+    if (readPhysicalOffset(buf, p) !== at) return false;
+    if (left < total) return "more";
+    return "totalSize" in decodeRecordAt(buf.subarray(p, p + total), 0, { checkCrc: true, readBody: false });
+  }
+
+  /**
    * Consumes whole records from buf (which starts at #end), appending them to `out`. Returns how
    * many bytes were used (the rest is an incomplete record), or why the bytes at #end are wrong
    * (then `out` holds the records before them).
@@ -193,6 +305,12 @@ export class RecordStream {
     const bad = (invalid: string) => {
       flushRun();
       return { invalid };
+    };
+    // A damaged range starts here: the records before it are handed out, the search takes over.
+    const damaged = (reason: string) => {
+      flushRun();
+      this.#damage = { reason, searchFrom: 1 };
+      return p;
     };
     while (buf.length - p >= HEADER) {
       const at = this.#end;
@@ -219,14 +337,25 @@ export class RecordStream {
         continue;
       }
       if (magic === MESSAGE_MAGIC_CODE_V2) return bad(`record at ${at} has the v2 magic code (RocketMQ 5.x), which this store does not read`);
-      if (magic !== MESSAGE_MAGIC_CODE) return bad(`no record at ${at}: magic code 0x${(magic >>> 0).toString(16)}, TOTALSIZE ${total}`);
+      if (magic !== MESSAGE_MAGIC_CODE) return damaged(`no record at ${at}: magic code 0x${(magic >>> 0).toString(16)}, TOTALSIZE ${total}`);
       if (total < RECORD_FIXED_SIZE_V4 || at + total > segEnd - BLANK_MARKER_SIZE) {
-        return bad(`record at ${at} has TOTALSIZE ${total}, impossible before the segment end at ${segEnd}`);
+        const why = `record at ${at} has TOTALSIZE ${total}, impossible before the segment end at ${segEnd}`;
+        // A record that looks right (stored at this very offset) but crosses the segment end is a
+        // master with bigger segments, not damage.
+        if (
+          total >= RECORD_FIXED_SIZE_V4 &&
+          total <= PLAUSIBLE_RECORD_MAX_BYTES &&
+          buf.length - p >= PHYSICAL_OFFSET_END &&
+          readPhysicalOffset(buf, p) === at
+        ) {
+          return bad(`${why} (is the master's commitLogSegmentBytes ${this.#segmentBytes}?)`);
+        }
+        return damaged(why);
       }
       if (buf.length - p < total) break;
       const r = decodeRecordAt(buf.subarray(p, p + total), 0, { checkCrc: true, readBody: false });
-      if (!("totalSize" in r)) return bad(`record at ${at}: ${"invalid" in r ? r.invalid : "not a record"}`);
-      if (r.physicalOffset !== at) return bad(`record at ${at} says it belongs at ${r.physicalOffset}`);
+      if (!("totalSize" in r)) return damaged(`record at ${at}: ${"invalid" in r ? r.invalid : "not a record"}`);
+      if (r.physicalOffset !== at) return damaged(`record at ${at} says it belongs at ${r.physicalOffset}`);
       out.records.push(r);
       p += total;
       this.#end = at + total;
