@@ -27,9 +27,14 @@ export interface RemotingServerOptions {
  * instead of ~310 MiB, and cost no CPU (send-blast, 10 s: 12.8 vs 16.7 µs/msg; fewer, smaller
  * collections with less memory to walk). Every 2 MiB: 53–60 MiB anonymous after 200,000 × 1 KiB
  * sends instead of 83–90, with no CPU cost visible above this machine's run-to-run noise
- * (send-blast 11.0/13.0 vs 13.6/9.2 µs/msg, alternating runs).
+ * (send-blast 11.0/13.0 vs 13.6/9.2 µs/msg, alternating runs). But batch sends (32 KiB each,
+ * 200 MB/s) then asked for 100 collections a second and lost a third of their throughput, so
+ * requests are also at least GC_MIN_INTERVAL_MS apart. Measured (bench W1/W5, two runs each):
+ * no gap 116–119 MiB RSS after W1, W5 6.1–8.7 µs/msg; 10 ms 118–119, 6.0–6.9; 25 ms 124–126,
+ * 5.0–5.9; 50 ms 135–136, 4.8–5.1; 8 MiB alone 148–153, 4.7–5.0.
  */
 const GC_EVERY_RECEIVED_BYTES = 2 * 1024 * 1024;
+const GC_MIN_INTERVAL_MS = 25;
 
 export class RemotingServer {
   readonly #opts: RemotingServerOptions;
@@ -38,6 +43,7 @@ export class RemotingServer {
   readonly #closeListeners: ((conn: RemotingConnection) => void)[] = [];
   #listener: TCPSocketListener<RemotingConnection | undefined> | null = null;
   #received = 0;
+  #gcRequestedAt = 0;
 
   constructor(opts: RemotingServerOptions) {
     this.#opts = opts;
@@ -97,8 +103,12 @@ export class RemotingServer {
         data: (socket, chunk) => {
           this.#received += chunk.length;
           if (this.#received >= GC_EVERY_RECEIVED_BYTES) {
-            this.#received = 0;
-            Bun.gc(false);
+            const now = performance.now();
+            if (now - this.#gcRequestedAt >= GC_MIN_INTERVAL_MS) {
+              this.#received = 0;
+              this.#gcRequestedAt = now;
+              Bun.gc(false);
+            }
           }
           socket.data?.handleData(chunk);
         },
