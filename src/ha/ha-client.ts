@@ -85,6 +85,8 @@ export class HAClient {
   #nextAttemptAt = 0;
   #bytesReceived = 0;
   #streamErrors = 0;
+  /** Where the last stream met bad bytes: the next stream takes a damaged range there (RecordStream). */
+  #acceptDamageAt = -1;
   #lastStreamError: string | undefined;
   #lastAppliedStoreTimestamp = -1;
   readonly #lag = new LagTracker();
@@ -173,7 +175,7 @@ export class HAClient {
       socket: null,
       addr,
       decoder: new ChunkDecoder(),
-      records: new RecordStream(store.commitLog.segmentBytes, empty ? null : store.maxPhyOffset),
+      records: new RecordStream(store.commitLog.segmentBytes, empty ? null : store.maxPhyOffset, this.#acceptDamageAt),
       closed: false,
     };
     let timer: TimerHandle | undefined;
@@ -251,7 +253,11 @@ export class HAClient {
           this.#o.log.rateLimited("error", "ha-on-records", `handling replicated records failed: ${e instanceof Error ? e.message : String(e)}`);
         }
       }
-      if (r.invalid !== undefined) return this.#broken(link, r.invalid);
+      if (r.invalid !== undefined) {
+        // Bad bytes: fetched once more; if they come back bad at the same offset they are the master's own damage.
+        if (r.damageAt !== undefined) this.#acceptDamageAt = r.damageAt;
+        return this.#broken(link, r.invalid);
+      }
     }
     if (applied) this.#report(link);
   }

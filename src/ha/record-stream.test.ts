@@ -158,36 +158,56 @@ describe("RecordStream", () => {
     expect(Buffer.from(img.bytes.subarray(0, log.length)).equals(Buffer.from(log))).toBe(true);
   });
 
-  test("a damaged record (CRC, misplaced, zeros, garbage, torn size) becomes a damaged range; verification resumes at the next good record", () => {
+  /** Feeds copy[from, to) in chunks of `cut` (never across a segment end); collects what comes out. */
+  const run = (rs: RecordStream, copy: Uint8Array, img: Image, from: number, to: number, cut: number) => {
+    const damaged: { from: number; to: number; why: string }[] = [];
+    const records: number[] = [];
+    let invalid: string | undefined;
+    let damageAt: number | undefined;
+    for (let off = from; off < to;) {
+      const segEnd = off - (off % SEGMENT) + SEGMENT;
+      const end = Math.min(off + cut, to, segEnd);
+      const r = rs.feed(off, copy.slice(off, end));
+      img.apply(r.appends);
+      for (const a of r.appends) if (a.damaged !== undefined) damaged.push({ from: a.offset, to: a.offset + a.data.length, why: a.damaged });
+      for (const rec of r.records) records.push(rec.physicalOffset);
+      if (r.invalid !== undefined) {
+        invalid = r.invalid;
+        damageAt = r.damageAt;
+        break;
+      }
+      off = end;
+    }
+    return { damaged, records, invalid, damageAt };
+  };
+
+  test("bad bytes (CRC, misplaced, zeros, garbage, torn size) break the stream once; sent bad again at the same offset they become a damaged range and verification resumes after it", () => {
     const r3 = recordStarts[3]!;
     const r4 = recordStarts[4]!;
     const stop = recordStarts[6]!;
     const damagedRun = (mutate: (b: Uint8Array) => void, reason: RegExp, cut: number) => {
       const copy = log.slice();
       mutate(copy);
-      const rs = new RecordStream(SEGMENT, 0);
       const img = new Image(0);
-      const damaged: { from: number; to: number; why: string }[] = [];
-      const records: number[] = [];
-      for (let off = 0; off < stop;) {
-        const end = Math.min(off + cut, stop);
-        const r = rs.feed(off, copy.slice(off, end));
-        expect(r.invalid).toBeUndefined();
-        img.apply(r.appends);
-        for (const a of r.appends) if (a.damaged !== undefined) damaged.push({ from: a.offset, to: a.offset + a.data.length, why: a.damaged });
-        for (const rec of r.records) records.push(rec.physicalOffset);
-        off = end;
-      }
+      // First pass: refused (a retransmission may cure bytes damaged on the way), records before kept.
+      const first = run(new RecordStream(SEGMENT, 0), copy, img, 0, stop, cut);
+      expect(first.invalid).toMatch(reason);
+      expect(first.damageAt).toBe(r3);
+      expect(first.damaged).toEqual([]);
+      expect(img.end).toBe(r3);
+      // The same offset bad again: the master's own damage.
+      const again = run(new RecordStream(SEGMENT, r3, r3), copy, img, r3, stop, cut);
+      expect(again.invalid).toBeUndefined();
       // The stored bytes are exactly what was streamed, damage included (the slave mirrors the master).
       expect(img.end).toBe(stop);
       expect(Buffer.from(img.bytes.subarray(0, stop)).equals(Buffer.from(copy.subarray(0, stop)))).toBe(true);
-      // One damaged range, [r3, r4) in however many parts, with the first fault's reason.
-      expect(damaged[0]!.from).toBe(r3);
-      expect(damaged.at(-1)!.to).toBe(r4);
-      for (let i = 1; i < damaged.length; i++) expect(damaged[i]!.from).toBe(damaged[i - 1]!.to);
-      expect(damaged[0]!.why).toMatch(reason);
+      // One damaged range, [r3, r4) in however many parts, with the fault's reason.
+      expect(again.damaged[0]!.from).toBe(r3);
+      expect(again.damaged.at(-1)!.to).toBe(r4);
+      for (let i = 1; i < again.damaged.length; i++) expect(again.damaged[i]!.from).toBe(again.damaged[i - 1]!.to);
+      expect(again.damaged[0]!.why).toMatch(reason);
       // Every other record was verified and handed out.
-      expect(records).toEqual(recordStarts.slice(0, 6).filter((o) => o !== r3));
+      expect([...first.records, ...again.records]).toEqual(recordStarts.slice(0, 6).filter((o) => o !== r3));
     };
     for (const cut of [3000, 97, 1 << 20]) {
       damagedRun((b) => (b[r3 + 200] = b[r3 + 200]! ^ 0xff), /body crc mismatch/, cut);
@@ -198,22 +218,26 @@ describe("RecordStream", () => {
     }
   });
 
+  test("bad bytes at another offset than the accepted one still break the stream", () => {
+    const copy = log.slice();
+    copy[recordStarts[3]! + 200] = copy[recordStarts[3]! + 200]! ^ 0xff;
+    const r = run(new RecordStream(SEGMENT, 0, recordStarts[2]!), copy, new Image(0), 0, recordStarts[6]!, 5000);
+    expect(r.invalid).toMatch(/body crc mismatch/);
+    expect(r.damageAt).toBe(recordStarts[3]!);
+  });
+
   test("a damaged range that runs to the segment end is handed out up to it; the next segment verifies again", () => {
     // Garbage from a record in the first segment to that segment's end (its BLANK marker torn too).
     const lastInSeg = recordStarts.filter((o) => o < SEGMENT).at(-1)!;
     const copy = log.slice();
     copy.fill(0x55, lastInSeg, SEGMENT);
-    const rs = new RecordStream(SEGMENT, 0);
     const img = new Image(0);
-    const damaged: { from: number; to: number }[] = [];
-    for (const c of chunks(0, log.length, 5000)) {
-      const r = rs.feed(c.offset, copy.slice(c.offset, c.offset + c.data.length));
-      expect(r.invalid).toBeUndefined();
-      img.apply(r.appends);
-      for (const a of r.appends) if (a.damaged !== undefined) damaged.push({ from: a.offset, to: a.offset + a.data.length });
-    }
-    expect(damaged[0]!.from).toBe(lastInSeg);
-    expect(damaged.at(-1)!.to).toBe(SEGMENT);
+    const first = run(new RecordStream(SEGMENT, 0), copy, img, 0, log.length, 5000);
+    expect(first.damageAt).toBe(lastInSeg);
+    const again = run(new RecordStream(SEGMENT, lastInSeg, lastInSeg), copy, img, lastInSeg, log.length, 5000);
+    expect(again.invalid).toBeUndefined();
+    expect(again.damaged[0]!.from).toBe(lastInSeg);
+    expect(again.damaged.at(-1)!.to).toBe(SEGMENT);
     expect(img.end).toBe(log.length);
     expect(Buffer.from(img.bytes.subarray(0, log.length)).equals(Buffer.from(copy))).toBe(true);
   });

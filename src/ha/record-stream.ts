@@ -14,9 +14,11 @@
  *
  * Damage: a master whose recovery found a damaged range in the middle of its log (recovery.ts:
  * torn pages of a crash, kept because valid records follow) streams those bytes like any other,
- * and the slave must hold the same bytes at the same offsets. So bytes that fail the record checks
- * below start a damaged range instead of breaking the stream: they are handed out as `damaged`
- * appends (stored as they are, never dispatched or served), and verification resumes at the first
+ * and the slave must hold the same bytes at the same offsets. Bytes that fail the record checks
+ * below first break the stream (`damageAt` says where); the caller reconnects with
+ * `acceptDamageAt` = that offset, and if the master sends bad bytes there again they start a
+ * damaged range: handed out as `damaged` appends (stored as they are, never dispatched or
+ * served), and verification resumes at the first
  * offset Y where the master's recovery would resume too — a record with the v1 magic, consistent
  * sizes, a matching CRC and PHYSICALOFFSET = Y, or a BLANK marker reaching exactly the segment
  * end. Not damage, still fatal: a BLANK marker of the wrong size or a valid-looking record that
@@ -79,6 +81,12 @@ export interface FeedResult {
    * (write them), and this stream takes nothing more (reconnect).
    */
   invalid?: string;
+  /**
+   * With `invalid`: the offset of bytes that failed the record checks (damage, not a fatal
+   * mismatch). A new stream built with `acceptDamageAt` = this offset takes them as a damaged
+   * range if the master sends the same offset bad again.
+   */
+  damageAt?: number;
 }
 
 export class RecordStream {
@@ -106,11 +114,17 @@ export class RecordStream {
    */
   #damage: { reason: string; searchFrom: number } | null = null;
 
-  /** `end`: the local CommitLog's end, or null for an empty store. */
-  constructor(segmentBytes: number, end: number | null) {
+  readonly #acceptDamageAt: number;
+
+  /**
+   * `end`: the local CommitLog's end, or null for an empty store. `acceptDamageAt`: the offset
+   * where the previous stream met bad bytes (its `damageAt`); only there is damage taken.
+   */
+  constructor(segmentBytes: number, end: number | null, acceptDamageAt = -1) {
     this.#segmentBytes = segmentBytes;
     this.#end = end ?? -1;
     this.#pos = this.#end;
+    this.#acceptDamageAt = acceptDamageAt;
   }
 
   /** Where the next chunk must start (-1 while the store is empty and nothing arrived). */
@@ -306,9 +320,15 @@ export class RecordStream {
       flushRun();
       return { invalid };
     };
-    // A damaged range starts here: the records before it are handed out, the search takes over.
+    // Bad bytes: the first time at an offset they break the stream (a retransmission cures bytes
+    // damaged on the way); if the master sends the same offset bad again, they are its own damage:
+    // a damaged range starts here, the records before it are handed out, the search takes over.
     const damaged = (reason: string) => {
       flushRun();
+      if (this.#end !== this.#acceptDamageAt) {
+        out.damageAt = this.#end;
+        return { invalid: reason };
+      }
       this.#damage = { reason, searchFrom: 1 };
       return p;
     };
