@@ -4,6 +4,8 @@
  * HaCluster DSL (test/harness/ha-cluster.ts). CommitLogs are compared as files, byte for byte.
  */
 import { describe, expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { decodeRecordAt, type DecodedRecord } from "../../src/commitlog/index.ts";
 import { jsonBytes } from "../../src/common/json.ts";
 import { RequestCode, ResponseCode, type RemotingCommand } from "../../src/remoting/index.ts";
@@ -335,6 +337,58 @@ describe("master/slave replication (compiled binary)", () => {
       const got = slave.commitLogFiles().get("00000000000000000000")!;
       expect(got.subarray(0, end).equals(log)).toBe(true);
       expect(got.subarray(end).every((b) => b === 0)).toBe(true);
+    } finally {
+      await slave.dispose();
+      fake.stop(true);
+    }
+  }, 60_000);
+
+  test("a master whose log has a damaged range (sent the same, twice): the slave refuses it once, then stores it as is, lists it in corrupt.json and goes on", async () => {
+    await using c = await HaCluster.start({ groups: [{ name: "broker-a", role: "ASYNC_MASTER", startSlaves: false }] });
+    await c.createTopic(TOPIC);
+    await c.send(TOPIC, 200, { bodyBytes: 400, concurrency: 8 });
+    const end = await c.master().maxOffset();
+    // The master's log with one record's body damaged, as a crash can leave it (recovery keeps the
+    // records after it and never serves the damaged one): this fake master always sends it so.
+    const log = Uint8Array.from(c.master().commitLogFiles().get("00000000000000000000")!.subarray(0, end));
+    let damagedRecord = 0;
+    while (damagedRecord < end / 2) damagedRecord += (decodeRecordAt(log, damagedRecord, { checkCrc: false }) as DecodedRecord).totalSize;
+    const next = damagedRecord + (decodeRecordAt(log, damagedRecord, { checkCrc: false }) as DecodedRecord).totalSize;
+    log[damagedRecord + 200] = log[damagedRecord + 200]! ^ 0x5a;
+    const connections: number[] = [];
+    const fake = Bun.listen<{ reports: ReportDecoder; sent: boolean }>({
+      hostname: "127.0.0.1",
+      port: 0,
+      socket: {
+        open(s) {
+          s.data = { reports: new ReportDecoder(), sent: false };
+        },
+        data(s, chunk) {
+          const from = s.data.reports.feed(chunk);
+          if (from === undefined || s.data.sent) return;
+          s.data.sent = true;
+          connections.push(from);
+          s.write(encodeChunkHeader(from, end - from));
+          s.write(log.subarray(from, end));
+        },
+      },
+    });
+    const slave = new Node("slave", "broker-fake-slave", brokerYaml({ broker: { haMasterAddress: `127.0.0.1:${fake.port}` } }), () => [
+      "--namesrv",
+      c.namesrvs[0]!.addr,
+      "--broker-name",
+      "broker-fake",
+    ]);
+    try {
+      await slave.start();
+      await waitFor(async () => (await slave.maxOffset()) === end, 20_000, `the slave to take the whole log (${end} bytes)`);
+      expect((await slave.ha()).master!.streamErrors).toBe(1);
+      // First connection from the empty store, the second from the damaged record's offset.
+      expect(connections).toEqual([0, damagedRecord]);
+      // The slave holds exactly the master's bytes, damage included.
+      expect(slave.commitLogFiles().get("00000000000000000000")!.subarray(0, end).equals(log)).toBe(true);
+      const corrupt = JSON.parse(readFileSync(join(slave.dir, "store", "corrupt.json"), "utf8")) as { from: number; to: number }[];
+      expect(corrupt.map((r) => [r.from, r.to])).toEqual([[damagedRecord, next]]);
     } finally {
       await slave.dispose();
       fake.stop(true);
