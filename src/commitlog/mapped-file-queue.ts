@@ -3,12 +3,28 @@
  * ConsumeQueue's. Offsets are global: file k holds [k·fileSize + base, (k+1)·fileSize + base).
  *
  * Invariants: files are contiguous (each starts where the previous ends); only the last file is
- * written; a file name equals its start offset. A gap or a wrong-sized file found at load time
- * is reported, not repaired silently.
+ * written; a file name equals its start offset. A gap found at load time is reported, not
+ * repaired silently; a wrong-sized file stops the load (SegmentSizeError).
  */
 import { join } from "node:path";
 import { nodeDisk, type StoreDisk } from "./disk.ts";
 import { fileNameToOffset, MappedFile, offsetToFileName } from "./mapped-file.ts";
+
+/**
+ * A segment whose size is not the configured one: the store was created with other settings
+ * (commitLogSegmentBytes, consumeQueueUnitsPerFile). Thrown, not reported: loading around it
+ * would hide the data in it and in every later file, and the next roll would collide with it.
+ */
+export class SegmentSizeError extends Error {
+  override name = "SegmentSizeError";
+  constructor(
+    readonly path: string,
+    readonly actualBytes: number,
+    readonly configuredBytes: number,
+  ) {
+    super(`${path} is ${actualBytes} bytes, but the configured segment size is ${configuredBytes}`);
+  }
+}
 
 export class MappedFileQueue {
   readonly dir: string;
@@ -52,6 +68,8 @@ export class MappedFileQueue {
         problems.push(`${path}: empty segment left by an interrupted create removed`);
         break;
       }
+      const size = disk.fileSize(path);
+      if (size !== this.fileSize) throw new SegmentSizeError(path, size, this.fileSize);
       const f = MappedFile.open(path, this.fileSize, disk);
       if ("invalid" in f) {
         problems.push(f.invalid);

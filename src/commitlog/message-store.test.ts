@@ -239,3 +239,21 @@ function flipByte(dir: string, offset: number): void {
   const f = Bun.mmap(path, { shared: true });
   f[offset % segBytes]! ^= 0xff;
 }
+
+describe("segment sizes of an existing store", () => {
+  test("reopening with another consumeQueueUnitsPerFile or commitLogSegmentBytes fails with the value to set back, and changes nothing", async () => {
+    const { store, dir } = open();
+    for (let i = 0; i < 20; i++) expect((await store.putMessage(message("T", 0, `m${i}`))).status).toBe("PUT_OK");
+    await close(store);
+    expect(() => MessageStore.open(testStoreOptions(dir, { consumeQueueUnitsPerFile: 128 }))).toThrow(
+      /store\.consumeQueueUnitsPerFile is 128, but .*consumequeue\/T\/0\/00000000000000000000 is 1280 bytes: the store was created with store\.consumeQueueUnitsPerFile 64; set it back/,
+    );
+    expect(() => MessageStore.open(testStoreOptions(dir, { segmentBytes: 128 * 1024 }))).toThrow(
+      /store\.commitLogSegmentBytes is 131072, but .*commitlog\/00000000000000000000 is 65536 bytes: the store was created with store\.commitLogSegmentBytes 65536; set it back/,
+    );
+    // The failed opens released the lock and left the data alone: the right sizes open it as before.
+    const again = MessageStore.open(testStoreOptions(dir));
+    stores.push(again);
+    expect(bodies(again.getMessage("T", 0, 0, 32))).toEqual(Array.from({ length: 20 }, (_, i) => `m${i}`));
+  });
+});

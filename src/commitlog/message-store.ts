@@ -20,7 +20,8 @@ import { join } from "node:path";
 import { systemClock, type Clock, type TimerHandle } from "../common/clock.ts";
 import { readCheckpoint, writeCheckpoint, writeCheckpointAsync, type Checkpoint } from "./checkpoint.ts";
 import { CommitLog, type AppendResult, type FlushDiskType, type StoreRecordInput } from "./commit-log.ts";
-import { ConsumeQueue, CQ_FILLER_SIZE } from "./consume-queue.ts";
+import { ConsumeQueue, CQ_FILLER_SIZE, CQ_UNIT_SIZE } from "./consume-queue.ts";
+import { SegmentSizeError } from "./mapped-file-queue.ts";
 import { nodeDisk, type StoreDisk } from "./disk.ts";
 import { IndexService } from "./index-service.ts";
 import type { MappedFile } from "./mapped-file.ts";
@@ -319,11 +320,11 @@ export class MessageStore {
   #recover(): void {
     const dir = this.#o.dir;
     const abnormal = this.#disk.exists(join(dir, "abort"));
-    const problems: string[] = [...this.commitLog.load()];
+    const problems: string[] = [...this.#loadSized("store.commitLogSegmentBytes", 1, () => this.commitLog.load())];
     const cp = readCheckpoint(join(dir, "checkpoint"), this.#disk);
     const cpValid = cp !== null && !("invalid" in cp);
     problems.push(...this.#index.load(cpValid && abnormal ? cp.indexCheckpointTimestamp : undefined));
-    problems.push(...this.#loadConsumeQueues());
+    problems.push(...this.#loadSized("store.consumeQueueUnitsPerFile", CQ_UNIT_SIZE, () => this.#loadConsumeQueues()));
 
     const segments = this.commitLog.segments;
     const firstOffset = segments[0]?.fileFromOffset ?? 0;
@@ -426,6 +427,25 @@ export class MessageStore {
   #isCorrupt(phy: number): boolean {
     for (const r of this.#corrupt) if (phy >= r.from && phy < r.to) return true;
     return false;
+  }
+
+  /**
+   * Runs a load that maps segments; a segment of another size than configured means the store was
+   * created with another value of `key` (it cannot change for an existing store, as in RocketMQ,
+   * which refuses to start too): the open fails with the value to set back. Nothing is touched.
+   */
+  #loadSized(key: string, bytesPerUnit: number, load: () => string[]): string[] {
+    try {
+      return load();
+    } catch (e) {
+      if (!(e instanceof SegmentSizeError)) throw e;
+      const was = e.actualBytes % bytesPerUnit === 0 && e.actualBytes > 0 ? e.actualBytes / bytesPerUnit : null;
+      throw new Error(
+        `${key} is ${e.configuredBytes / bytesPerUnit}, but ${e.path} is ${e.actualBytes} bytes` +
+          (was === null ? "" : `: the store was created with ${key} ${was}; set it back`) +
+          " (a store's segment sizes cannot change; nothing was changed on disk)",
+      );
+    }
   }
 
   #loadConsumeQueues(): string[] {
