@@ -42,6 +42,16 @@ function expectSameCommitLog(a: Node, b: Node): void {
   }
 }
 
+/** A slave (broker "broker-fake", not started) replicating from a fake master on 127.0.0.1:`port`. */
+function slaveOfFakeMaster(c: HaCluster, port: number): Node {
+  return new Node("slave", "broker-fake-slave", brokerYaml({ broker: { haMasterAddress: `127.0.0.1:${port}` } }), () => [
+    "--namesrv",
+    c.namesrvs[0]!.addr,
+    "--broker-name",
+    "broker-fake",
+  ]);
+}
+
 async function slaveConnected(c: HaCluster): Promise<void> {
   await waitFor(async () => ((await c.master().ha()).slaves ?? []).some((s) => s.ackOffset >= 0), 15_000, `the slave to connect: ${c.diag()}`);
 }
@@ -315,12 +325,7 @@ describe("master/slave replication (compiled binary)", () => {
         },
       },
     });
-    const slave = new Node("slave", "broker-fake-slave", brokerYaml({ broker: { haMasterAddress: `127.0.0.1:${fake.port}` } }), () => [
-      "--namesrv",
-      c.namesrvs[0]!.addr,
-      "--broker-name",
-      "broker-fake",
-    ]);
+    const slave = slaveOfFakeMaster(c, fake.port);
     try {
       await slave.start();
       await waitFor(async () => (await slave.maxOffset()) === end, 20_000, `the slave to take the whole log (${end} bytes)`);
@@ -373,12 +378,7 @@ describe("master/slave replication (compiled binary)", () => {
         },
       },
     });
-    const slave = new Node("slave", "broker-fake-slave", brokerYaml({ broker: { haMasterAddress: `127.0.0.1:${fake.port}` } }), () => [
-      "--namesrv",
-      c.namesrvs[0]!.addr,
-      "--broker-name",
-      "broker-fake",
-    ]);
+    const slave = slaveOfFakeMaster(c, fake.port);
     try {
       await slave.start();
       await waitFor(async () => (await slave.maxOffset()) === end, 20_000, `the slave to take the whole log (${end} bytes)`);
