@@ -22,4 +22,5 @@ export {
   type StoreRuntimeOptions,
 } from "./message-store.ts";
 export type { CorruptRange } from "./recovery.ts";
+export { resyncPointAt } from "./recovery.ts";
 export * from "./metadata.ts";

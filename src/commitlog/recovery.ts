@@ -22,7 +22,18 @@
  * and never dispatched, so it is never served.
  */
 import type { MappedFile } from "./mapped-file.ts";
-import { BLANK_MAGIC_CODE, decodeRecordAt, MESSAGE_MAGIC_CODE, readPhysicalOffset, type DecodedRecord } from "../common/message-record.ts";
+import {
+  BLANK_MAGIC_CODE,
+  BLANK_MARKER_SIZE,
+  decodeRecordAt,
+  MESSAGE_MAGIC_CODE,
+  OFFSET_PHYSICAL_OFFSET,
+  readInt32,
+  readPhysicalOffset,
+  RECORD_FIXED_SIZE_V4,
+  SIZE_PHYSICAL_OFFSET,
+  type DecodedRecord,
+} from "../common/message-record.ts";
 
 export interface CorruptRange {
   from: number;
@@ -128,6 +139,30 @@ function handleDamage(
   return true;
 }
 
+/**
+ * Whether buf[p], at log offset `at` in a segment ending at `segEnd`, is where a scan resumes after
+ * damage: "record" for a record with the v1 magic, consistent sizes, a matching CRC and a
+ * PHYSICALOFFSET equal to `at`; "blank" for a BLANK marker reaching exactly the segment end;
+ * "more" when buf ends before that can be judged. The one rule for recovery (here) and for a
+ * slave that meets a master's damage in the HA stream (../ha/record-stream.ts), so both resume at
+ * the same offset.
+ */
+export function resyncPointAt(buf: Uint8Array, p: number, at: number, segEnd: number): "record" | "blank" | "more" | false {
+  const left = buf.length - p;
+  if (left < BLANK_MARKER_SIZE) return "more"; // TOTALSIZE + MAGICCODE
+  const total = readInt32(buf, p);
+  const magic = readInt32(buf, p + 4);
+  if (magic === BLANK_MAGIC_CODE) return total === segEnd - at ? "blank" : false;
+  if (magic !== MESSAGE_MAGIC_CODE) return false;
+  if (total < RECORD_FIXED_SIZE_V4 || at + total > segEnd - BLANK_MARKER_SIZE) return false;
+  if (left < PHYSICAL_OFFSET_END) return "more";
+  if (readPhysicalOffset(buf, p) !== at) return false;
+  if (left < total) return "more";
+  return "totalSize" in decodeRecordAt(buf.subarray(p, p + total), 0, { checkCrc: true, readBody: false }) ? "record" : false;
+}
+
+const PHYSICAL_OFFSET_END = OFFSET_PHYSICAL_OFFSET + SIZE_PHYSICAL_OFFSET;
+
 /** Finds the next position that holds a verified record stored at its own offset. */
 function resync(segments: readonly MappedFile[], i: number, from: number, limit: number): { i: number; pos: number; offset: number } | null {
   for (let s = i; s < segments.length; s++) {
@@ -140,13 +175,9 @@ function resync(segments: readonly MappedFile[], i: number, from: number, limit:
       const m = seg.buf.subarray(0, end).indexOf(MAGIC_FIRST_BYTE, p + 4);
       if (m < 0) break;
       p = m - 4;
-      if (p >= 0 && seg.view.getInt32(p + 4) === MESSAGE_MAGIC_CODE && readPhysicalOffset(seg.buf, p) === seg.fileFromOffset + p) {
-        const r = decodeRecordAt(seg.buf, p, { checkCrc: true, readBody: false });
-        if ("totalSize" in r) return { i: s, pos: p, offset: seg.fileFromOffset + p };
-      }
-      if (p >= 0 && seg.view.getInt32(p + 4) === BLANK_MAGIC_CODE && p + seg.view.getInt32(p) === seg.fileSize && s + 1 < segments.length) {
-        return { i: s + 1, pos: 0, offset: segments[s + 1]!.fileFromOffset };
-      }
+      const judged = p >= 0 ? resyncPointAt(seg.buf, p, seg.fileFromOffset + p, seg.fileFromOffset + seg.fileSize) : false;
+      if (judged === "record") return { i: s, pos: p, offset: seg.fileFromOffset + p };
+      if (judged === "blank" && s + 1 < segments.length) return { i: s + 1, pos: 0, offset: segments[s + 1]!.fileFromOffset };
       p = m - 3;
     }
   }

@@ -19,7 +19,7 @@
  *   - the entries cover the body exactly: no trailing bytes, and at least one entry.
  * The batch-level properties (header field `i`) and CLUSTER are merged by the send processor, not here.
  */
-import { PROPERTIES_SIZE_MAX_BYTES, type Invalid } from "./message-record.ts";
+import { PROPERTIES_SIZE_MAX_BYTES, readInt32, type Invalid } from "./message-record.ts";
 import { allocUninitialized } from "./bytes.ts";
 
 export const BATCH_ENTRY_FIXED_SIZE = 4 + 4 + 4 + 4 + 4 + 2;
@@ -92,8 +92,4 @@ export function encodeMessageBatch(msgs: readonly BatchEntry[]): Uint8Array {
     pos += entrySize;
   });
   return out;
-}
-
-function readInt32(buf: Uint8Array, p: number): number {
-  return (buf[p]! << 24) | (buf[p + 1]! << 16) | (buf[p + 2]! << 8) | buf[p + 3]!;
 }

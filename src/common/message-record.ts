@@ -576,7 +576,8 @@ export function readStoreTimestamp(buf: Uint8Array, pos: number): number {
   return readInt64(buf, pos + (v6 ? OFFSET_STORE_TIMESTAMP + HOST_V6_EXTRA_SIZE : OFFSET_STORE_TIMESTAMP));
 }
 
-function readInt32(buf: Uint8Array, p: number): number {
+/** Big-endian int32 at buf[p], by hand (no DataView per read). */
+export function readInt32(buf: Uint8Array, p: number): number {
   return (buf[p]! << 24) | (buf[p + 1]! << 16) | (buf[p + 2]! << 8) | buf[p + 3]!;
 }
 

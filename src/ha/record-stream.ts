@@ -44,24 +44,22 @@ import {
   decodeRecordAt,
   MESSAGE_MAGIC_CODE,
   MESSAGE_MAGIC_CODE_V2,
+  OFFSET_PHYSICAL_OFFSET,
   readPhysicalOffset,
   RECORD_FIXED_SIZE_V4,
+  SIZE_PHYSICAL_OFFSET,
   type DecodedRecord,
 } from "../common/message-record.ts";
+import { resyncPointAt } from "../commitlog/index.ts";
 
 const HEADER = 8;
-/** PHYSICALOFFSET is the 8 bytes at 28 (wire reference §4.1). */
-const PHYSICAL_OFFSET_END = 36;
+const PHYSICAL_OFFSET_END = OFFSET_PHYSICAL_OFFSET + SIZE_PHYSICAL_OFFSET;
 /**
  * A record that crosses the segment end is a master with bigger segments (fatal) only if it looks
  * real: stored at its own offset and no bigger than any message could be (RocketMQ's default
  * maxMessageSize is 4 MiB); a torn TOTALSIZE is damage.
  */
 const PLAUSIBLE_RECORD_MAX_BYTES = 8 * 1024 * 1024;
-
-function readInt32(b: Uint8Array, p: number): number {
-  return (b[p]! << 24) | (b[p + 1]! << 16) | (b[p + 2]! << 8) | b[p + 3]!;
-}
 
 export interface RecordAppend {
   /** Where `data` goes in the CommitLog (the log end at that moment). */
@@ -263,9 +261,10 @@ export class RecordStream {
         // (an append never crosses a segment end); the search goes on in the next segment.
         break;
       }
-      const judged = this.#resyncPointAt(buf, p, at, segEnd);
+      // The same rule the master's recovery resumed by (recovery.ts), so both resume at one offset.
+      const judged = resyncPointAt(buf, p, at, segEnd);
       if (judged === "more") break;
-      if (judged) {
+      if (judged !== false) {
         found = true;
         break;
       }
@@ -281,25 +280,6 @@ export class RecordStream {
     damage.searchFrom = 0;
     if (found) this.#damage = null;
     return p;
-  }
-
-  /**
-   * Whether buf[p] (at log offset `at`) is where the master's recovery resumes after damage: a
-   * verified record stored at its own offset, or a BLANK marker reaching exactly the segment end.
-   * "more" when the bytes there could be one but have not all arrived.
-   */
-  #resyncPointAt(buf: Uint8Array, p: number, at: number, segEnd: number): boolean | "more" {
-    const left = buf.length - p;
-    if (left < HEADER) return "more";
-    const total = readInt32(buf, p);
-    const magic = readInt32(buf, p + 4);
-    if (magic === BLANK_MAGIC_CODE) return total === segEnd - at;
-    if (magic !== MESSAGE_MAGIC_CODE) return false;
-    if (total < RECORD_FIXED_SIZE_V4 || at + total > segEnd - BLANK_MARKER_SIZE) return false;
-    if (left < PHYSICAL_OFFSET_END) return "more";
-    if (readPhysicalOffset(buf, p) !== at) return false;
-    if (left < total) return "more";
-    return "totalSize" in decodeRecordAt(buf.subarray(p, p + total), 0, { checkCrc: true, readBody: false });
   }
 
   /**
