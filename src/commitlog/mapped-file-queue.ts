@@ -10,22 +10,6 @@ import { join } from "node:path";
 import { nodeDisk, type StoreDisk } from "./disk.ts";
 import { fileNameToOffset, MappedFile, offsetToFileName } from "./mapped-file.ts";
 
-/**
- * A segment whose size is not the configured one: the store was created with other settings
- * (commitLogSegmentBytes, consumeQueueUnitsPerFile). Thrown, not reported: loading around it
- * would hide the data in it and in every later file, and the next roll would collide with it.
- */
-export class SegmentSizeError extends Error {
-  override name = "SegmentSizeError";
-  constructor(
-    readonly path: string,
-    readonly actualBytes: number,
-    readonly configuredBytes: number,
-  ) {
-    super(`${path} is ${actualBytes} bytes, but the configured segment size is ${configuredBytes}`);
-  }
-}
-
 export class MappedFileQueue {
   readonly dir: string;
   readonly fileSize: number;
@@ -68,14 +52,7 @@ export class MappedFileQueue {
         problems.push(`${path}: empty segment left by an interrupted create removed`);
         break;
       }
-      const size = disk.fileSize(path);
-      if (size !== this.fileSize) throw new SegmentSizeError(path, size, this.fileSize);
-      const f = MappedFile.open(path, this.fileSize, disk);
-      if ("invalid" in f) {
-        problems.push(f.invalid);
-        break;
-      }
-      this.files.push(f);
+      this.files.push(MappedFile.open(path, this.fileSize, disk));
     }
     return problems;
   }

@@ -50,6 +50,22 @@ export function fileNameToOffset(name: string): number | null {
   return Number.isSafeInteger(n) ? n : null;
 }
 
+/**
+ * A segment whose size is not the configured one: the store was created with other settings
+ * (commitLogSegmentBytes, consumeQueueUnitsPerFile). Thrown, not reported: loading around it
+ * would hide the data in it and in every later file, and the next roll would collide with it.
+ */
+export class SegmentSizeError extends Error {
+  override name = "SegmentSizeError";
+  constructor(
+    readonly path: string,
+    readonly actualBytes: number,
+    readonly configuredBytes: number,
+  ) {
+    super(`${path} is ${actualBytes} bytes, but the configured segment size is ${configuredBytes}`);
+  }
+}
+
 export class MappedFile {
   readonly path: string;
   readonly fileFromOffset: number;
@@ -136,12 +152,12 @@ export class MappedFile {
     }
   }
 
-  /** Opens an existing segment; its size must be `fileSize` (input check, not an assertion). */
-  static open(path: string, fileSize: number, disk: StoreDisk = nodeDisk): MappedFile | { invalid: string } {
+  /** Opens an existing segment; its size must be `fileSize`, else SegmentSizeError (input check, not an assertion). */
+  static open(path: string, fileSize: number, disk: StoreDisk = nodeDisk): MappedFile {
     const file = disk.openSegment(path);
     if (file.size !== fileSize) {
       file.close();
-      return { invalid: `${path}: size ${file.size} is not the configured segment size ${fileSize}` };
+      throw new SegmentSizeError(path, file.size, fileSize);
     }
     let f: MappedFile;
     try {

@@ -21,7 +21,7 @@ import { systemClock, type Clock, type TimerHandle } from "../common/clock.ts";
 import { readCheckpoint, writeCheckpoint, writeCheckpointAsync, type Checkpoint } from "./checkpoint.ts";
 import { CommitLog, type AppendResult, type FlushDiskType, type StoreRecordInput } from "./commit-log.ts";
 import { ConsumeQueue, CQ_FILLER_SIZE, CQ_UNIT_SIZE } from "./consume-queue.ts";
-import { SegmentSizeError } from "./mapped-file-queue.ts";
+import { SegmentSizeError } from "./mapped-file.ts";
 import { nodeDisk, type StoreDisk } from "./disk.ts";
 import { IndexService } from "./index-service.ts";
 import type { MappedFile } from "./mapped-file.ts";
@@ -405,7 +405,11 @@ export class MessageStore {
     const keep = [...old, ...found].filter((r) => r.to <= endOffset && r.to > this.commitLog.minOffset);
     const unique = new Map(keep.map((r) => [`${r.from}-${r.to}`, r]));
     this.#corrupt = [...unique.values()].sort((a, b) => a.from - b.from);
-    if (this.#corrupt.length > 0 || old.length > 0) this.#disk.writeFileAtomic(path, JSON.stringify(this.#corrupt, null, 2));
+    if (this.#corrupt.length > 0 || old.length > 0) this.#saveCorruptRanges();
+  }
+
+  #saveCorruptRanges(): void {
+    this.#disk.writeFileAtomic(join(this.#o.dir, "corrupt.json"), JSON.stringify(this.#corrupt, null, 2));
   }
 
   /** corrupt.json, or its `.bak` when the main copy is missing or unparsable (readFileWithBackup's rule). */
@@ -708,7 +712,7 @@ export class MessageStore {
     const last = this.#corrupt.at(-1);
     if (last !== undefined && last.to === from) last.to = to;
     else this.#corrupt.push({ from, to, reason: `streamed by the master: ${reason}` });
-    this.#disk.writeFileAtomic(join(this.#o.dir, "corrupt.json"), JSON.stringify(this.#corrupt, null, 2));
+    this.#saveCorruptRanges();
   }
 
   /** Dispatches records written to the CommitLog but not yet indexed (replicated bytes). */
