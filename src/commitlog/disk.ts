@@ -35,6 +35,7 @@ import {
   writeFileSync,
   writeSync,
 } from "node:fs";
+import { join } from "node:path";
 import { writeFileAtomic, writeFileAtomicAsync } from "../common/atomic-file.ts";
 
 /** One open segment file of fixed size. */
@@ -49,6 +50,17 @@ export interface SegmentFile {
   /** fdatasync on the thread pool; `done` runs once the bytes written before the call are durable. */
   sync(done: (err: Error | null) => void): void;
   close(): void;
+}
+
+/** Suffix of a segment file while createSegment sizes it; a crash can leave one behind. */
+export const CREATING_SUFFIX = ".creating";
+
+/**
+ * Removes what creates interrupted by a crash left in `dir` (they never held data). Every loader
+ * of a directory of segments calls it first: a leftover is neither a segment nor a problem.
+ */
+export function removeInterruptedCreates(disk: StoreDisk, dir: string): void {
+  for (const n of disk.list(dir)) if (n.endsWith(CREATING_SUFFIX)) disk.remove(join(dir, n));
 }
 
 export interface StoreDisk {
@@ -116,7 +128,7 @@ export const nodeDisk: StoreDisk = {
   createSegment(path, size) {
     // Sized under a temporary name and then renamed, so a crash can never leave a real segment
     // name with the wrong size.
-    const tmp = `${path}.creating`;
+    const tmp = `${path}${CREATING_SUFFIX}`;
     rmSync(tmp, { force: true });
     const tfd = openSync(tmp, "wx+");
     try {

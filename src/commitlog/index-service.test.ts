@@ -274,6 +274,15 @@ describe("IndexService", () => {
     expect(syncs).toEqual([first!, second!]);
   });
 
+  test("a file left by a create that a crash interrupted is removed at load, not reported", () => {
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, "20240102030405006.creating"), new Uint8Array(100));
+    writeFileSync(join(dir, "notes.txt"), "someone else's");
+    const { problems } = service();
+    expect(problems).toEqual(["notes.txt: not an index file name; ignored"]);
+    expect(readdirSync(dir)).toEqual(["notes.txt"]);
+  });
+
   test("checkpoint round trip: crash, load(checkpoint), re-dispatch from it rebuilds everything", () => {
     const { svc } = service({ indexNum: 4 });
     for (let i = 1; i <= 4; i++) svc.buildIndex(rec(i * 100, { keys: "k" }));

@@ -24,7 +24,7 @@
  * Files that fail validation at load are input (practice 2): they are deleted and reported.
  */
 import { join } from "node:path";
-import { nodeDisk, type StoreDisk } from "./disk.ts";
+import { nodeDisk, removeInterruptedCreates, type StoreDisk } from "./disk.ts";
 import { assertIndexGeometry, INDEX_NUM_DEFAULT, INDEX_SLOT_NUM_DEFAULT, IndexFile, indexKey, topicKeyHash } from "./index-file.ts";
 
 /** yyyyMMddHHmmssSSS: 17 digits. */
@@ -132,7 +132,8 @@ export class IndexService {
   /**
    * Opens every index file in the directory. Returns one line per problem (nothing is thrown for
    * bad files):
-   *   - a name that is not 17 digits: ignored and left alone (we did not create it);
+   *   - `<name>.creating`, left by a create a crash interrupted: removed (it never held data);
+   *   - another name that is not 17 digits: ignored and left alone (we did not create it);
    *   - a file that cannot be opened: skipped and left alone (the cause is outside the store);
    *   - a file that fails validation: deleted (it cannot be read, and nothing else would ever
    *     delete it; the index is derived data);
@@ -153,6 +154,7 @@ export class IndexService {
     if (this.#loaded) throw new Error("IndexService.load called twice");
     this.#loaded = true;
     this.#disk.mkdirs(this.dir);
+    removeInterruptedCreates(this.#disk, this.dir);
     const problems: string[] = [];
     for (const name of this.#disk.list(this.dir).sort()) {
       if (!isIndexFileName(name)) {

@@ -7,7 +7,7 @@
  * repaired silently; a wrong-sized file stops the load (SegmentSizeError).
  */
 import { join } from "node:path";
-import { nodeDisk, type StoreDisk } from "./disk.ts";
+import { nodeDisk, removeInterruptedCreates, type StoreDisk } from "./disk.ts";
 import { fileNameToOffset, MappedFile, offsetToFileName } from "./mapped-file.ts";
 
 export class MappedFileQueue {
@@ -27,8 +27,7 @@ export class MappedFileQueue {
     const disk = this.#disk;
     disk.mkdirs(this.dir);
     const problems: string[] = [];
-    // Leftovers of a create interrupted by a crash (see StoreDisk.createSegment): never held data.
-    for (const n of disk.list(this.dir)) if (n.endsWith(".creating")) disk.remove(join(this.dir, n));
+    removeInterruptedCreates(disk, this.dir);
     const names = disk
       .list(this.dir)
       .filter((n) => fileNameToOffset(n) !== null)
