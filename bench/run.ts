@@ -328,7 +328,7 @@ export async function main(argv: string[]): Promise<Report> {
     peersNote = `read from ${a.peersFrom}`;
   } else if (a.peers) {
     const dir = join(a.out, "peers", stamp);
-    const env: Record<string, string> = { RUNS: "1", PEERS: "limits nats redis" };
+    const env: Record<string, string> = { RUNS: "1", PEERS: "limits nats redis redis-always" };
     if (a.quick || a.smoke) Object.assign(env, { MSGS: String(p.msgs), E2E_SECS: String(p.e2eSecs), FIO_SEQ_SIZE: "512M", FIO_SYNC_SECS: "3" });
     log(`peers: ${peersCommand(dir, env)}`);
     const r = await runPeers(dir, env);
