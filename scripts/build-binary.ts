@@ -26,6 +26,9 @@ const commit = await gitCommit();
 mkdirSync(dirname(outfile), { recursive: true });
 const result = await Bun.build({
   entrypoints: [resolve(root, "src/server.ts")],
+  // server.ts imports the program dynamically after the runtime settings are in place; split
+  // there, a start that re-execs (runtime-tuning.ts) parses only the small entry chunk first.
+  splitting: true,
   compile: { outfile },
   minify: false,
   sourcemap: "inline",

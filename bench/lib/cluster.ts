@@ -10,6 +10,7 @@ import type { Subprocess } from "bun";
 import { scope } from "../../src/common/log.ts";
 import { createRequest, RemotingClient, REMOTING_CLIENT_DEFAULTS, RequestCode, ResponseCode } from "../../src/remoting/index.ts";
 import { now, sleep } from "./measure.ts";
+import { RUNTIME_ENV } from "../../src/runtime-tuning.ts";
 
 export const PROJECT = resolve(import.meta.dir, "../..");
 
@@ -78,9 +79,9 @@ async function startProcess(l: Launcher, dir: string, name: string, configYaml: 
         portsFile,
       ];
   const t0 = now();
-  // The deployment setting (deploy/rocketbun.service): keep mimalloc from returning freed pages
-  // to the kernel after every burst — its madvise + TLB shoot-downs halved throughput here.
-  const env = { ...process.env, MIMALLOC_PURGE_DELAY: process.env.MIMALLOC_PURGE_DELAY ?? "-1" };
+  // The runtime settings the binary would re-exec itself with (src/runtime-tuning.ts), as the
+  // systemd unit sets them: given up front, the measured start is not a re-exec.
+  const env = { ...RUNTIME_ENV, ...process.env };
   const proc = Bun.spawn(argv, { stdin: "ignore", stdout: "pipe", stderr: "pipe", cwd: dir, env });
   const out = collect(proc.stdout);
   const err = collect(proc.stderr);

@@ -71,6 +71,8 @@ export interface StartOptions {
   args?: string[];
   /** Reuse a store dir (e.g. to restart on the same data); otherwise a fresh temp dir. */
   dir?: string;
+  /** The process environment (default: this one's). */
+  env?: Record<string, string | undefined>;
 }
 
 export class RunningBinary implements AsyncDisposable {
@@ -144,7 +146,7 @@ export async function startRocketbun(opts: StartOptions): Promise<RunningBinary>
   if (!hasListen) argv.push("--listen", "127.0.0.1:0");
   if (!hasAdmin) argv.push("--admin", "127.0.0.1:0");
   argv.push(...(opts.args ?? []));
-  const proc = Bun.spawn(argv, { stdin: "ignore", stdout: "pipe", stderr: "pipe", cwd: dir });
+  const proc = Bun.spawn(argv, { stdin: "ignore", stdout: "pipe", stderr: "pipe", cwd: dir, ...(opts.env ? { env: opts.env } : {}) });
   const out = collect(proc.stdout);
   const err = collect(proc.stderr);
   try {

@@ -4,7 +4,7 @@
  * start-up line, and graceful shutdown on SIGTERM/SIGINT (exit 0 within 10 s).
  */
 import { afterAll, describe, expect, test } from "bun:test";
-import { existsSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { runRocketbun, startRocketbun, tempDir, waitFor } from "../harness/binary.ts";
 
@@ -146,5 +146,41 @@ describe("rocketbun CLI", () => {
     const nf = await fetch(`${srv.adminUrl}/no/such/thing`);
     expect(nf.status).toBe(404);
     expect(((await nf.json()) as { error: { code: string } }).error.code).toBe("NOT_FOUND");
+  });
+
+  describe("runtime settings (src/runtime-tuning.ts)", () => {
+    const untuned = () => {
+      const env: Record<string, string | undefined> = { ...process.env };
+      for (const k of ["MIMALLOC_PURGE_DELAY", "BUN_JSC_useFTLJIT", "ROCKETBUN_RUNTIME_TUNING", "ROCKETBUN_RUNTIME_TUNED"]) delete env[k];
+      return env;
+    };
+    const environOf = (pid: number) => new Set(readFileSync(`/proc/${pid}/environ`, "utf8").split("\0"));
+    const start = (env: Record<string, string | undefined>) => startRocketbun({ role: "namesrv", env });
+
+    test("started without them, the binary re-execs itself with them: same PID, serving", async () => {
+      await using srv = await start(untuned());
+      expect(srv.ports.pid).toBe(srv.proc.pid);
+      const e = environOf(srv.proc.pid);
+      expect(e.has("MIMALLOC_PURGE_DELAY=-1")).toBe(true);
+      expect(e.has("BUN_JSC_useFTLJIT=0")).toBe(true);
+      expect((await fetch(`${srv.adminUrl}/health`)).status).toBe(200);
+      expect(srv.output.out()).toContain("rocketbun started");
+      // Started once: one start-up line, not two.
+      expect(srv.output.out().split("rocketbun started").length).toBe(2);
+    });
+
+    test("a value already in the environment wins", async () => {
+      await using srv = await start({ ...untuned(), BUN_JSC_useFTLJIT: "1" });
+      const e = environOf(srv.proc.pid);
+      expect(e.has("BUN_JSC_useFTLJIT=1")).toBe(true);
+      expect(e.has("MIMALLOC_PURGE_DELAY=-1")).toBe(true);
+    });
+
+    test("ROCKETBUN_RUNTIME_TUNING=off runs as started", async () => {
+      await using srv = await start({ ...untuned(), ROCKETBUN_RUNTIME_TUNING: "off" });
+      const e = environOf(srv.proc.pid);
+      expect([...e].some((x) => x.startsWith("MIMALLOC_PURGE_DELAY=") || x.startsWith("BUN_JSC_useFTLJIT="))).toBe(false);
+      expect((await fetch(`${srv.adminUrl}/health`)).status).toBe(200);
+    });
   });
 });

@@ -1,0 +1,264 @@
+/**
+ * The `rocketbun` program, run by server.ts: argv → config → start the role's components → signals
+ * (SIGTERM/SIGINT stop; SIGHUP reloads the config through runtime-config.ts).
+ * Nothing else lives here. Exit codes: 0 = clean, 2 = bad command line or config (nothing was
+ * started), 1 = failure at run time.
+ */
+import { writeFileSync } from "node:fs";
+import { HELP_TEXT, parseArgs } from "./cli/args.ts";
+import { runBench } from "./bench-cli.ts";
+import { loadConfig, toYaml } from "./config/load.ts";
+import { RuntimeConfig, type RuntimeTargets } from "./runtime-config.ts";
+import { preflight } from "./config/preflight.ts";
+import type { Config } from "./config/schema.ts";
+import { err, out, scope, setLogLevel } from "./common/log.ts";
+import { buildAdminApp, startAdminServer, type AdminServer } from "./admin/index.ts";
+import { BrokerController } from "./broker/index.ts";
+import { NamesrvController } from "./namesrv/index.ts";
+import { GIT_COMMIT, VERSION } from "./version.ts";
+
+const EXIT_CONFIG = 2;
+const SHUTDOWN_DEADLINE_MS = 9000;
+const log = scope("server");
+
+interface Running {
+  stop(): Promise<void>;
+}
+
+function fmt(host: string, port: number): string {
+  return host.includes(":") ? `[${host}]:${port}` : `${host}:${port}`;
+}
+
+async function main(argv: string[]): Promise<number> {
+  const args = parseArgs(argv);
+  if ("errors" in args) {
+    for (const e of args.errors) err(`rocketbun: ${e}`);
+    err("Run 'rocketbun --help' for usage.");
+    return EXIT_CONFIG;
+  }
+  if (args.action === "version") {
+    out(`rocketbun ${VERSION} (commit ${GIT_COMMIT}, bun ${Bun.version})`);
+    return 0;
+  }
+  if (args.action === "help") {
+    out(HELP_TEXT);
+    return 0;
+  }
+  if (args.action === "bench" && args.bench) return await runBench(args.bench);
+  const loaded = loadConfig(args.flags.config !== undefined ? { file: args.flags.config, flags: args.flags } : { flags: args.flags });
+  if ("errors" in loaded) {
+    for (const e of loaded.errors) err(e);
+    err(`rocketbun: ${loaded.errors.length} configuration problem(s); nothing was started`);
+    return EXIT_CONFIG;
+  }
+  for (const w of loaded.warnings ?? []) err(`rocketbun: warning: ${w}`);
+  const config = loaded.config;
+  if (args.action === "print-config") {
+    out(toYaml(config));
+    return 0;
+  }
+  const problems = await preflight(config, loaded);
+  if (problems.length > 0) {
+    for (const p of problems) err(p);
+    err(`rocketbun: ${problems.length} configuration problem(s); nothing was started`);
+    return EXIT_CONFIG;
+  }
+  if (args.action === "check-config") {
+    out(`rocketbun: configuration OK (role ${config.role})`);
+    return 0;
+  }
+  setLogLevel(config.logLevel);
+  // Filled in by startRole as the components come up; the runtime config applies reloads to them.
+  const targets: RuntimeTargets = { setLogLevel, resolveNamesrvAddr: (list) => list };
+  const runtime = new RuntimeConfig({ config, sources: loaded.sources, file: args.flags.config, flags: args.flags, targets });
+  // Installed before anything starts: without a handler a SIGHUP would terminate the process.
+  // One that arrives during start-up is run once the components are there.
+  let started = false;
+  let hupDuringStart = false;
+  process.on("SIGHUP", () => {
+    if (started) void runtime.reload();
+    else hupDuringStart = true;
+  });
+  let running: Running;
+  try {
+    running = startRole(config, args.flags.portsFile, runtime, targets);
+  } catch (e) {
+    err(`rocketbun: cannot start: ${e instanceof Error ? e.message : String(e)}`);
+    return EXIT_CONFIG;
+  }
+  started = true;
+  if (hupDuringStart) void runtime.reload();
+  return await waitForSignal(running);
+}
+
+/** Starts everything or nothing: a failure part-way stops what already started, then rethrows. */
+function startRole(config: Config, portsFile: string | undefined, runtime: RuntimeConfig, targets: RuntimeTargets): Running {
+  const startedAt = Date.now();
+  const stops: (() => void | Promise<void>)[] = [];
+  const ports: Record<string, number | string> = { pid: process.pid, role: config.role };
+  const line: string[] = [`role=${config.role}`, `version=${VERSION}`];
+  try {
+    let namesrv: NamesrvController | undefined;
+    if (config.role === "namesrv" || config.role === "standalone") {
+      const ns = config.namesrv;
+      namesrv = new NamesrvController({
+        host: ns.listen.host,
+        port: ns.listen.port,
+        brokerExpiredMs: ns.brokerExpiredMs,
+        brokerScanIntervalMs: ns.brokerScanIntervalMs,
+        orderMessageEnable: ns.orderMessageEnable,
+        kvConfigPath: ns.kvConfigPath,
+        storeDir: config.store.dir,
+        frameSizeMaxBytes: config.remoting.frameSizeMaxBytes,
+        connectionBufferMaxBytes: config.remoting.connectionBufferMaxBytes,
+      });
+      const port = bindOrExplain("namesrv.listen", ns.listen.host, ns.listen.port, () => namesrv!.start());
+      const ctl = namesrv;
+      stops.push(() => ctl.stop());
+      targets.namesrv = ctl;
+      ports.namesrv = port;
+      line.push(`${config.role === "namesrv" ? "listen" : "namesrv"}=${fmt(ns.listen.host, port)}`);
+    }
+    let broker: BrokerController | undefined;
+    if (config.role !== "namesrv") {
+      const b = config.broker;
+      const st = config.store;
+      broker = new BrokerController({
+        host: b.listen.host,
+        port: b.listen.port,
+        brokerIP1: b.brokerIP1,
+        namesrvAddr: b.namesrvAddr,
+        clusterName: b.brokerClusterName,
+        brokerName: b.brokerName,
+        brokerId: b.brokerId,
+        brokerRole: b.brokerRole,
+        autoCreateTopicEnable: b.autoCreateTopicEnable,
+        defaultTopicQueueNums: b.defaultTopicQueueNums,
+        registerNameServerPeriodMs: b.registerNameServerPeriodMs,
+        maxMessageSizeBytes: b.maxMessageSizeBytes,
+        pullHoldMaxMs: b.pullHoldMaxMs,
+        channelExpiredMs: b.channelExpiredMs,
+        configAccess: runtime.brokerAccess(),
+        haMasterAddress: b.haMasterAddress,
+        slaveReadEnable: b.slaveReadEnable,
+        haSlaveTimeoutMs: b.haSlaveTimeoutMs,
+        haTransferBatchBytes: b.haTransferBatchBytes,
+        messageDelayLevel: b.messageDelayLevel,
+        transactionCheckIntervalMs: b.transactionCheckIntervalMs,
+        transactionTimeOutMs: b.transactionTimeOutMs,
+        transactionCheckMax: b.transactionCheckMax,
+        frameSizeMaxBytes: config.remoting.frameSizeMaxBytes,
+        connectionBufferMaxBytes: config.remoting.connectionBufferMaxBytes,
+        store: {
+          dir: st.dir,
+          segmentBytes: st.commitLogSegmentBytes,
+          flushDiskType: st.flushDiskType,
+          flushIntervalMs: st.flushIntervalMs,
+          flushCommitLogLeastPages: st.flushCommitLogLeastPages,
+          flushCommitLogThoroughIntervalMs: st.flushCommitLogThoroughIntervalMs,
+          flushConsumeQueueLeastPages: st.flushConsumeQueueLeastPages,
+          flushConsumeQueueThoroughIntervalMs: st.flushConsumeQueueThoroughIntervalMs,
+          syncFlushTimeoutMs: st.syncFlushTimeoutMs,
+          consumeQueueUnitsPerFile: st.consumeQueueUnitsPerFile,
+          indexSlotNum: st.indexSlotNum,
+          indexNum: st.indexNum,
+          checkCrcOnRecover: st.checkCrcOnRecover,
+          fileReservedTimeHours: st.fileReservedTimeHours,
+          deleteWhen: st.deleteWhen,
+          diskMaxUsedSpaceRatio: st.diskMaxUsedSpaceRatio,
+          diskCriticalRatio: st.diskCriticalRatio,
+          deleteCommitLogFilesIntervalMs: st.deleteCommitLogFilesIntervalMs,
+          maxTransferBytesOnMessageInMemory: st.maxTransferBytesOnMessageInMemory,
+          maxTransferCountOnMessageInMemory: st.maxTransferCountOnMessageInMemory,
+          maxTransferBytesOnMessageInDisk: st.maxTransferBytesOnMessageInDisk,
+          maxTransferCountOnMessageInDisk: st.maxTransferCountOnMessageInDisk,
+          accessMessageInMemoryMaxRatio: st.accessMessageInMemoryMaxRatio,
+          accessMessageInMemoryMaxBytes: st.accessMessageInMemoryMaxBytes,
+        },
+      });
+      const bound = bindOrExplain("broker.listen", b.listen.host, b.listen.port, () => broker!.bind());
+      const ctl = broker;
+      const own = namesrv;
+      // Standalone without namesrvAddr: register with our own name server (also after a reload).
+      const resolve = (list: string[]): string[] => {
+        if (list.length > 0 || !own) return list;
+        const h = config.namesrv.listen.host;
+        return [fmt(h === "0.0.0.0" || h === "::" ? "127.0.0.1" : h, own.port)];
+      };
+      ctl.start(resolve(b.namesrvAddr));
+      stops.push(() => ctl.stop());
+      targets.broker = ctl;
+      targets.resolveNamesrvAddr = resolve;
+      ports.broker = bound.listen;
+      ports.vip = bound.vip;
+      ports.ha = bound.ha;
+      line.push(`listen=${fmt(b.listen.host, bound.listen)}`);
+    }
+    const adminAddr = config.role === "namesrv" ? config.namesrv.admin : config.broker.admin;
+    const app = buildAdminApp({
+      role: config.role,
+      version: VERSION,
+      startedAt,
+      config: () => runtime.describe(),
+      ...(namesrv ? { namesrv: namesrv.info, namesrvAtRoot: !broker } : {}),
+      ...(broker ? { broker: broker.info } : {}),
+    });
+    const admin: AdminServer = bindOrExplain(config.role === "namesrv" ? "namesrv.admin" : "broker.admin", adminAddr.host, adminAddr.port, () =>
+      startAdminServer(app, adminAddr.host, adminAddr.port),
+    );
+    stops.push(() => admin.stop());
+    ports.admin = admin.port;
+    line.push(`admin=${fmt(adminAddr.host, admin.port)}`, `store=${config.store.dir}`);
+    if (portsFile) writeFileSync(portsFile, JSON.stringify(ports) + "\n");
+    out(`rocketbun started: ${line.join(" ")}`);
+  } catch (e) {
+    for (const s of stops.reverse()) void s();
+    throw e;
+  }
+  return {
+    async stop() {
+      for (const s of stops.reverse()) await s();
+    },
+  };
+}
+
+function bindOrExplain<T>(key: string, host: string, port: number, bind: () => T): T {
+  try {
+    return bind();
+  } catch (e) {
+    const code = (e as { code?: string }).code;
+    const why = code === "EADDRINUSE" ? "is already in use" : `cannot be bound (${e instanceof Error ? e.message : String(e)})`;
+    throw new Error(`${key}: ${fmt(host, port)} ${why}`);
+  }
+}
+
+function waitForSignal(running: Running): Promise<number> {
+  return new Promise((resolve) => {
+    let stopping = false;
+    const shutdown = (signal: string) => {
+      if (stopping) return;
+      stopping = true;
+      log.info(`${signal} received: shutting down`);
+      const deadline = setTimeout(() => {
+        log.error(`shutdown did not finish within ${SHUTDOWN_DEADLINE_MS} ms; exiting anyway`);
+        resolve(1);
+      }, SHUTDOWN_DEADLINE_MS);
+      running.stop().then(
+        () => {
+          clearTimeout(deadline);
+          log.info("stopped");
+          resolve(0);
+        },
+        (e) => {
+          clearTimeout(deadline);
+          log.error(`shutdown failed: ${e instanceof Error ? e.message : String(e)}`);
+          resolve(1);
+        },
+      );
+    };
+    process.on("SIGTERM", () => shutdown("SIGTERM"));
+    process.on("SIGINT", () => shutdown("SIGINT"));
+  });
+}
+
+process.exit(await main(process.argv.slice(2)));
