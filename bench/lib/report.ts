@@ -281,7 +281,13 @@ export function buildReport(input: ReportInput): Report {
   const w1 = rb("W1", "msgs_per_s");
   tgt("W1 ≥ 1.0× Redis Streams (same run)", w1, pr("redis-streams", "W1", "msgs_per_s"), int, true);
   tgt("W1 ≥ 4× NATS JetStream (same run)", w1, 4 * pr("nats-jetstream", "W1", "msgs_per_s"), int, true);
-  tgt(`W1s ≥ 2× Redis appendfsync always (${int(redisAlways.value)}, ${redisAlways.sameRun ? "same run" : "reference"})`, rb("W1s", "msgs_per_s"), 2 * redisAlways.value, int, true);
+  tgt(
+    `W1s ≥ 2× Redis appendfsync always (${int(redisAlways.value)}, ${redisAlways.sameRun ? "same run" : "reference"})`,
+    rb("W1s", "msgs_per_s"),
+    2 * redisAlways.value,
+    int,
+    true,
+  );
   const w2 = rb("W2", "msgs_per_s");
   tgt("W2 ≥ 1.0× Redis Streams (same run)", w2, pr("redis-streams", "W2", "msgs_per_s"), int, true);
   tgt("W2 ≥ 3× NATS JetStream (same run)", w2, 3 * pr("nats-jetstream", "W2", "msgs_per_s"), int, true);
