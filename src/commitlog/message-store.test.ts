@@ -202,6 +202,30 @@ describe("MessageStore", () => {
     expect(third.corruptRanges).toHaveLength(1);
   });
 
+  test("a ConsumeQueue unit that does not point at its own record (torn by a crash) is skipped, never served", async () => {
+    const { store, dir } = open();
+    const rs = [];
+    for (let i = 0; i < 8; i++) rs.push((await store.putMessage(message("T", 0, `m${i}`.padEnd(100, ".")))).appended[0]!);
+    for (let i = 0; i < 3; i++) await store.putMessage(message("T", 1, `q1-${i}`.padEnd(100, ".")));
+    await close(store);
+    // Rewrite units in place, as torn pages would leave them: unit 2 points into the middle of a
+    // record, unit 4 at the record of unit 5 (a whole, valid record, but not unit 4's), unit 6 at
+    // queue 1's first record (same size, another queue).
+    const cq = Bun.mmap(join(dir, "consumequeue", "T", "0", "0".repeat(20)), { shared: true });
+    const unit = new DataView(cq.buffer, cq.byteOffset, cq.byteLength);
+    const setPhy = (u: number, phy: number) => unit.setBigInt64(u * 20, BigInt(phy));
+    const q1first = rs[7]!.physicalOffset + rs[7]!.size;
+    setPhy(2, rs[2]!.physicalOffset + 8);
+    setPhy(4, rs[5]!.physicalOffset);
+    setPhy(6, q1first);
+    const { store: again } = open(dir);
+    const got = bodies(again.getMessage("T", 0, 0, 32)).map((b) => b.slice(0, 2));
+    expect(got).toEqual(["m0", "m1", "m3", "m5", "m7"]);
+    expect(again.unitsNotMatchingRecord).toBe(3);
+    // The pull still moves past them.
+    expect(again.getMessage("T", 0, 0, 32).nextBeginOffset).toBe(8);
+  });
+
   test("retention deletes expired segments and their ConsumeQueue files; old offsets then read OFFSET_TOO_SMALL", async () => {
     const { store, dir } = open(undefined, { fileReservedTimeHours: 1 });
     for (let i = 0; i < 400; i++) await store.putMessage(message("T", 0, "x".repeat(1000)));

@@ -585,6 +585,25 @@ function readInt64(buf: Uint8Array, p: number): number {
   return readInt32(buf, p) * 0x100000000 + (readInt32(buf, p + 4) >>> 0);
 }
 
+/**
+ * True when `bytes` are the whole record that a ConsumeQueue unit (queue `queueId`, queue offset
+ * `queueOffset`, CommitLog offset `phy`, size bytes.length) says is there: TOTALSIZE, a message
+ * MAGICCODE, and the QUEUEID, QUEUEOFFSET and PHYSICALOFFSET fields the writer stamped. A unit
+ * torn by a crash can point anywhere, into the middle of a record or at another queue's, and the
+ * pull path must not serve that. Four integer reads, no CRC: the CommitLog's recovery checks those.
+ */
+export function isRecordOfUnit(bytes: Uint8Array, phy: number, queueId: number, queueOffset: number): boolean {
+  if (bytes.length < OFFSET_BODY) return false;
+  if (readInt32(bytes, OFFSET_TOTAL_SIZE) !== bytes.length) return false;
+  const magic = readInt32(bytes, OFFSET_MAGIC_CODE);
+  if (magic !== MESSAGE_MAGIC_CODE && magic !== MESSAGE_MAGIC_CODE_V2) return false;
+  return (
+    readInt32(bytes, OFFSET_QUEUE_ID) === queueId &&
+    readInt64(bytes, OFFSET_QUEUE_OFFSET) === queueOffset &&
+    readInt64(bytes, OFFSET_PHYSICAL_OFFSET) === phy
+  );
+}
+
 function readHost(buf: Uint8Array, p: number, size: number, view: boolean): HostAddress {
   const ipLength = size - 4;
   const ip = view ? buf.subarray(p, p + ipLength) : Uint8Array.prototype.slice.call(buf, p, p + ipLength);

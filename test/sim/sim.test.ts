@@ -16,10 +16,11 @@ const PASSING = [1, 3, 4, 5, 6, 7, 8, 9, 10, 12, 14, 15];
 // Seeds replay runs, not findings: a product change redraws every later choice. Since the slave
 // stores the master's damaged ranges (record-stream.ts), seeds 3 and 6 (damage the slave refused
 // for good) pass; 4, 5, 12 and 15 pass only because their runs were redrawn: their findings stand,
-// and 2 and 17 meet them now. Seed 10 passes, but its first finding is not fixed either:
-// after a crash, a ConsumeQueue unit (never flushed, torn) of a record that lies in a damaged
-// CommitLog range past the checkpoint is neither rewritten (the record is not dispatched) nor
-// dropped (a later unit of the queue is good), so it points at garbage.
+// and 2 and 17 meet them now. Seed 10's first finding (after a crash, a ConsumeQueue unit, never
+// flushed and torn, of a record lost to damage past the checkpoint is neither rewritten nor dropped
+// when a later unit is good, so it points at garbage) is handled where it would hurt: the pull
+// path serves a unit only when the bytes it points at are its own record (isRecordOfUnit), and I4
+// checks that such a unit is never served.
 const LOST_TAIL =
   "the master crashed and recovered a shorter log than the slave already had, then wrote new records over that tail; " +
   "the slave keeps the old bytes and diverges (RocketMQ 4.x has no slave truncation either)";

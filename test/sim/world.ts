@@ -15,7 +15,8 @@
  *       record (CRC checked, PHYSICALOFFSET right) or a BLANK marker, and a recovered log is a
  *       prefix of what the crashed process had written;
  *   I4  ConsumeQueues and the CommitLog agree: each queue has exactly one unit per record of that
- *       queue, at its queue offset, pointing at it (checked after every recovery and periodically);
+ *       queue, at its queue offset, pointing at it, and a unit with no record is never served
+ *       (checked after every recovery and periodically);
  *   I5  at the end, with faults off, the slave catches up to the master (liveness).
  */
 import { MessageStore, type FlushDiskType, type MessageStoreOptions, type PutMessageResult } from "../../src/commitlog/index.ts";
@@ -374,9 +375,18 @@ async function run(seed: number, opts: SimOptions, trace: string[] | null): Prom
         }
         const phy = store.getCommitLogOffsetInQueue(topic, qid, i);
         const want = records.get(i);
-        // No record: a filler unit (offset 0, padding over records lost to damage) or a unit into damage.
-        if (want === undefined ? phy !== 0 && !damaged(phy) : phy !== want)
-          fail(`${who}: queue ${key} unit ${i} points at ${phy}, the record with that queue offset is at ${want ?? "(none)"}`);
+        if (want !== undefined) {
+          if (phy !== want) fail(`${who}: queue ${key} unit ${i} points at ${phy}, the record with that queue offset is at ${want}`);
+          continue;
+        }
+        // No record: a filler unit (offset 0, padding over records lost to damage), a unit into
+        // damage, or a unit torn by the crash that pointed at a record lost to damage (it is not
+        // rewritten, and not dropped when a later unit is good): the pull path must not serve it.
+        if (phy === 0 || damaged(phy)) continue;
+        const served = store.getMessage(topic, qid, i, 1).messages[0];
+        const r = served && decodeRecordAt(served, 0, { checkCrc: false });
+        if (r && "totalSize" in r && r.queueOffset === i)
+          fail(`${who}: queue ${key} unit ${i} points at ${phy}, where no record of queue offset ${i} is, and the pull path serves it`);
       }
     }
     if (store.dispatchedOffset !== store.maxPhyOffset && !store.commitLog.segments.at(-1)?.isFull)
