@@ -3,7 +3,7 @@
  * Bun (native `Bun.connect`) and on Node 20 (`node:net`), so the client library runs on both.
  * The server side always runs on Bun and uses Bun.listen directly.
  */
-import { connect as netConnect, type Socket as NetSocket } from "node:net";
+import type { Socket as NetSocket } from "node:net";
 
 export interface SocketLike {
   /**
@@ -56,7 +56,10 @@ async function connectBun(host: string, port: number, ev: SocketEvents): Promise
   return socket;
 }
 
-function connectNode(host: string, port: number, ev: SocketEvents): Promise<SocketLike> {
+async function connectNode(host: string, port: number, ev: SocketEvents): Promise<SocketLike> {
+  // Imported here, not at the top: under Bun this transport is unused, and node:net loaded at
+  // start kept its pages resident in every server process.
+  const { connect: netConnect } = await import("node:net");
   return new Promise((resolve, reject) => {
     const sock: NetSocket = netConnect({ host, port });
     let opened = false;
