@@ -29,7 +29,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { cpus, tmpdir, totalmem } from "node:os";
 import { join, resolve } from "node:path";
 import { Admin, PROJECT, startMaster, startNamesrv, type FlushDiskType, type Launcher, type Proc } from "./lib/cluster.ts";
-import { diskUsage, round, rssBytes, sleep, STANDARD, type WorkloadParams } from "./lib/measure.ts";
+import { diskUsage, fdatasyncProbe, round, rssBytes, sleep, STANDARD, type WorkloadParams } from "./lib/measure.ts";
 import { peersCommand, readJsonl, runPeers } from "./lib/peers.ts";
 import { loadProfile, summarize, summaryMarkdown } from "./lib/profile.ts";
 import { buildReport, type Report } from "./lib/report.ts";
@@ -218,7 +218,11 @@ export async function runRocketbun(a: BenchArgs, p: WorkloadParams, tmp: string,
       log(`master (SYNC_FLUSH) restarted on the store in ${m.readyMs.toFixed(1)} ms`);
       const producer = await newProducer(ctx, "bench-producer-sync");
       await warmup(ctx, producer, "warm-sync");
+      const probe = fdatasyncProbe(storeA);
+      log(`disk just before W1s: ${probe.syncs_per_s} fdatasync/s (16 KiB each, p50 ${probe.p50_ms} ms)`);
       const r = await publishWorkload(ctx, producer, "W1s", "w1s", p.body);
+      r.disk_fdatasync_per_s_before = probe.syncs_per_s;
+      r.disk_fdatasync_p50_ms_before = probe.p50_ms;
       results.push(r);
       log(`W1s: ${r.msgs_per_s} msgs/s, ack p50/p99/max ${r.ack_p50_ms}/${r.ack_p99_ms}/${r.ack_max_ms} ms, ${r.device_flushes} device flushes`);
       await producer.shutdown();

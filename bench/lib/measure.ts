@@ -7,7 +7,8 @@
  */
 import { randomFillSync } from "node:crypto";
 import { execFileSync } from "node:child_process";
-import { readFileSync, statSync } from "node:fs";
+import { closeSync, fdatasyncSync, openSync, readFileSync, rmSync, statSync, writeSync } from "node:fs";
+import { join } from "node:path";
 import { loadavg } from "node:os";
 
 export interface WorkloadParams {
@@ -262,6 +263,36 @@ export function cpuTimes(pid: number): { user: number; sys: number } | null {
 }
 
 /** Apparent and allocated bytes under a folder (du). */
+/**
+ * The disk's fdatasync rate right now: 16 KiB appended + fdatasync in a loop for `ms`, in a temp
+ * file under `dir` (removed). W1s is bounded by this rate, which drifts 2× within an hour on this
+ * VM, so the report sets W1s's flush rate against a probe taken just before it, not only against
+ * the peers' fio figure minutes later.
+ */
+export function fdatasyncProbe(dir: string, ms = 2000): { syncs_per_s: number; p50_ms: number } {
+  const path = join(dir, `.fdatasync-probe-${process.pid}`);
+  const fd = openSync(path, "w");
+  const chunk = Buffer.alloc(16 * 1024, 7);
+  const lat: number[] = [];
+  try {
+    const t0 = now();
+    let pos = 0;
+    while (now() - t0 < ms) {
+      const t = now();
+      writeSync(fd, chunk, 0, chunk.length, pos);
+      fdatasyncSync(fd);
+      lat.push(now() - t);
+      pos += chunk.length;
+    }
+    const secs = (now() - t0) / 1000;
+    lat.sort((a, b) => a - b);
+    return { syncs_per_s: Math.round(lat.length / secs), p50_ms: round(lat[lat.length >> 1] ?? NaN, 3) };
+  } finally {
+    closeSync(fd);
+    rmSync(path, { force: true });
+  }
+}
+
 export function diskUsage(dir: string): { apparent: number; allocated: number } | null {
   try {
     const apparent = Number(execFileSync("du", ["-sb", dir], { encoding: "utf8" }).split(/\s/)[0]);

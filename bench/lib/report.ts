@@ -154,6 +154,21 @@ export function buildReport(input: ReportInput): Report {
     rb: (rb("W1s", "device_flushes") * 1000) / rb("W1s", "msgs"),
     peers: {},
   });
+  // The broker's fdatasync rate against what the disk did just before W1s (bench/run.ts probes it:
+  // the rate drifts 2× within an hour here, so the peers' fio figure minutes later is a weak yardstick).
+  const w1sFlushRate = (rb("W1s", "device_flushes") / rb("W1s", "msgs")) * rb("W1s", "msgs_per_s");
+  const probe = rb("W1s", "disk_fdatasync_per_s_before");
+  add({
+    workload: "W1s",
+    metric: "device flushes/s",
+    higherBetter: true,
+    fmt: int,
+    rb: w1sFlushRate,
+    peers: {},
+    ...(Number.isFinite(probe) && probe > 0
+      ? { ceiling: { name: `${int(probe)} fdatasync/s probed just before W1s`, value: probe, fraction: w1sFlushRate / probe } }
+      : {}),
+  });
   const w2MiB = rb("W2", "mib_per_s");
   const loopMiB = (bunStreamGbit * 1e9) / 8 / 1048576;
   add({
