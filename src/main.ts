@@ -142,6 +142,7 @@ function startRole(config: Config, portsFile: string | undefined, runtime: Runti
         configAccess: runtime.brokerAccess(),
         haMasterAddress: b.haMasterAddress,
         slaveReadEnable: b.slaveReadEnable,
+        enablePropertyFilter: b.enablePropertyFilter,
         haSlaveTimeoutMs: b.haSlaveTimeoutMs,
         haTransferBatchBytes: b.haTransferBatchBytes,
         messageDelayLevel: b.messageDelayLevel,

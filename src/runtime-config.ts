@@ -47,6 +47,7 @@ export interface ConfigDataVersion {
 
 const BROKER_KEYS = new Set<string>([
   "slaveReadEnable",
+  "enablePropertyFilter",
   "haSlaveTimeoutMs",
   "autoCreateTopicEnable",
   "defaultTopicQueueNums",

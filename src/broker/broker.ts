@@ -68,6 +68,8 @@ export interface BrokerOptions {
   haMasterAddress?: string;
   /** Master: let pulls of cold data be redirected to a slave (RocketMQ's slaveReadEnable). */
   slaveReadEnable?: boolean;
+  /** Accept SQL92 subscriptions and filter by message properties (RocketMQ's enablePropertyFilter). */
+  enablePropertyFilter?: boolean;
   haTransferBatchBytes?: number;
   /** SYNC_MASTER: how long a send waits for a slave's acknowledgement. */
   haSlaveTimeoutMs?: number;
@@ -91,6 +93,8 @@ export interface BrokerRuntimeOptions {
   /** The name servers to register with from now on (standalone: already resolved to its own). */
   namesrvAddr?: string[];
   slaveReadEnable?: boolean;
+  /** Accept SQL92 subscriptions and filter by message properties (RocketMQ's enablePropertyFilter). */
+  enablePropertyFilter?: boolean;
   haSlaveTimeoutMs?: number;
   autoCreateTopicEnable?: boolean;
   defaultTopicQueueNums?: number;
@@ -236,6 +240,7 @@ export class BrokerController {
       traceOn: true,
       pullHoldMaxMs: o.pullHoldMaxMs ?? 20_000,
       slaveReadEnable: o.slaveReadEnable ?? false,
+      enablePropertyFilter: o.enablePropertyFilter ?? false,
     };
     // Built before the store opens: recovery dispatch needs its tag codes (due times).
     const levels = parseDelayLevels(o.messageDelayLevel ?? DEFAULT_MESSAGE_DELAY_LEVEL);
@@ -398,6 +403,7 @@ export class BrokerController {
     const s = ctx.settings;
     if (p.maxMessageSizeBytes !== undefined) s.maxMessageSizeBytes = p.maxMessageSizeBytes;
     if (p.slaveReadEnable !== undefined) s.slaveReadEnable = p.slaveReadEnable;
+    if (p.enablePropertyFilter !== undefined) s.enablePropertyFilter = p.enablePropertyFilter;
     if (p.defaultTopicQueueNums !== undefined) s.defaultTopicQueueNums = p.defaultTopicQueueNums;
     if (p.autoCreateTopicEnable !== undefined) {
       s.autoCreateTopicEnable = p.autoCreateTopicEnable;

@@ -36,6 +36,8 @@ export interface BrokerSettings {
   /** Upper bound for a long-polling hold, whatever the client asks. */
   pullHoldMaxMs: number;
   slaveReadEnable: boolean;
+  /** SQL92 subscriptions are accepted and matched on message properties (RocketMQ's enablePropertyFilter). */
+  enablePropertyFilter: boolean;
 }
 
 export interface BrokerContext {

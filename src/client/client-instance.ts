@@ -163,6 +163,11 @@ export class ClientInstance {
     await Promise.all(this.#namesrvs.map((addr) => this.remoting.disconnect(addr)));
   }
 
+  /** Closes every connection, name servers and the brokers of cached routes (a failed start; the client stays usable). */
+  async disconnectAll(): Promise<void> {
+    await Promise.all([...this.#namesrvs, ...this.allBrokerAddrs(false)].map((addr) => this.remoting.disconnect(addr)));
+  }
+
   /** Cached route, fetched on first use. */
   async route(topic: string): Promise<TopicRouteData | null> {
     return this.#routes.get(topic) ?? (await this.fetchRoute(topic));

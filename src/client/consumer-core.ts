@@ -8,21 +8,35 @@ import { RequestCode, ResponseCode } from "../remoting/index.ts";
 import { errText, type ClientInstance, type HeartbeatConsumerData } from "./client-instance.ts";
 import { MQBrokerError, MQClientError } from "./errors.ts";
 import { decodeMessages, type MessageExt } from "./message.ts";
-import { allocateAveragely, MASTER_ID, mqKey, subscribeQueues, type MessageQueue } from "./route.ts";
+import { allocateAveragely, MASTER_ID, mqKey, subscribeQueues, type MessageQueue, type TopicRouteData } from "./route.ts";
 
 export type FromWhere = "last" | "first" | { timestamp: number };
 export type MessageModel = "clustering" | "broadcasting";
 
 export const RETRY_PREFIX = "%RETRY%";
 
+/**
+ * What a consumer subscribes to: a TAG expression (`*`, `TagA || TagB`), or `{ sql }`, a SQL92
+ * selector on message properties (RocketMQ's MessageSelector.bySql; the broker must run with
+ * enablePropertyFilter, or start() fails with its reason).
+ */
+export type SubscriptionExpression = string | { sql: string };
+
 export interface Subscription {
   topic: string;
   expression: string;
+  /** TAG: the tags to keep (empty = all). */
   tags: Set<string>;
   subVersion: number;
+  type: "TAG" | "SQL92";
 }
 
-export function parseExpression(topic: string, expression: string): Subscription {
+export function parseExpression(topic: string, expression: SubscriptionExpression): Subscription {
+  if (typeof expression !== "string") {
+    const sql = expression.sql.trim();
+    if (sql === "") throw new MQClientError("a SQL92 subscription needs an expression");
+    return { topic, expression: sql, tags: new Set(), subVersion: Date.now(), type: "SQL92" };
+  }
   const e = expression.trim();
   const tags =
     e === "" || e === "*"
@@ -33,7 +47,42 @@ export function parseExpression(topic: string, expression: string): Subscription
             .map((t) => t.trim())
             .filter((t) => t.length > 0),
         );
-  return { topic, expression: tags.size === 0 ? "*" : e, tags, subVersion: Date.now() };
+  return { topic, expression: tags.size === 0 ? "*" : e, tags, subVersion: Date.now(), type: "TAG" };
+}
+
+/**
+ * Java's checkClientInBroker: a SQL92 subscription is shown to every master of its topic
+ * (CHECK_CLIENT_CONFIG) before the consumer starts, so a broker without enablePropertyFilter,
+ * or an expression it cannot compile, fails start() with the broker's reason instead of every
+ * pull failing later. TAG subscriptions need no check.
+ */
+export async function checkSubscriptionsInBrokers(
+  client: ClientInstance,
+  group: string,
+  subs: Iterable<Subscription>,
+  routeOf: (topic: string) => TopicRouteData | null | undefined,
+): Promise<void> {
+  const checks: Promise<void>[] = [];
+  for (const s of subs) {
+    if (s.type === "TAG") continue;
+    for (const b of routeOf(s.topic)?.brokerDatas ?? []) {
+      const addr = b.brokerAddrs[String(MASTER_ID)];
+      if (!addr) continue;
+      const body = new TextEncoder().encode(
+        JSON.stringify({
+          clientId: client.clientId,
+          group,
+          subscriptionData: { topic: s.topic, subString: s.expression, expressionType: s.type, subVersion: s.subVersion, classFilterMode: false },
+        }),
+      );
+      checks.push(
+        client.invokeBroker(addr, RequestCode.CHECK_CLIENT_CONFIG, {}, body).then((res) => {
+          if (res.code !== ResponseCode.SUCCESS) throw new MQBrokerError(res.code, res.remark, addr);
+        }),
+      );
+    }
+  }
+  await Promise.all(checks);
 }
 
 export function matchesTags(sub: Subscription, tags: string | undefined): boolean {
@@ -79,7 +128,7 @@ export async function pullOnce(
       suspendTimeoutMillis: String(o.suspendMs),
       subscription: sub.expression,
       subVersion: String(sub.subVersion),
-      expressionType: "TAG",
+      expressionType: sub.type,
     },
     undefined,
     o.suspendMs + client.requestTimeoutMs + 2000,
@@ -267,7 +316,7 @@ export function heartbeatConsumerData(
       codeSet: [...s.tags].map(javaStringHashCode),
       classFilterMode: false,
       subVersion: s.subVersion,
-      expressionType: "TAG",
+      expressionType: s.type,
     })),
   };
 }

@@ -8,6 +8,7 @@
 import { ClientInstance, errText, type ClientInstanceOptions } from "./client-instance.ts";
 import {
   allocate,
+  checkSubscriptionsInBrokers,
   computeStartOffset,
   heartbeatConsumerData,
   OffsetStore,
@@ -16,6 +17,7 @@ import {
   type FromWhere,
   type MessageModel,
   type Subscription,
+  type SubscriptionExpression,
 } from "./consumer-core.ts";
 import { MQClientError } from "./errors.ts";
 import type { MessageExt } from "./message.ts";
@@ -58,13 +60,14 @@ export class PullConsumer {
     this.#offsets = new OffsetStore(this.#client, o.group, this.#model);
   }
 
-  subscribe(topic: string, expression = "*"): void {
+  /** TAG expression or `{ sql }` (SQL92; the broker needs enablePropertyFilter). */
+  subscribe(topic: string, expression: SubscriptionExpression = "*"): void {
     if (this.#assigned) throw new MQClientError("use either subscribe() or assign(), not both");
     this.#subs.set(topic, parseExpression(topic, expression));
   }
 
   /** Takes exactly these queues (no group rebalancing). */
-  assign(queues: MessageQueue[], expression = "*"): void {
+  assign(queues: MessageQueue[], expression: SubscriptionExpression = "*"): void {
     if (this.#subs.size > 0 && !this.#assigned) throw new MQClientError("use either subscribe() or assign(), not both");
     this.#assigned = queues;
     for (const q of queues) if (!this.#subs.has(q.topic)) this.#subs.set(q.topic, parseExpression(q.topic, expression));
@@ -88,6 +91,12 @@ export class PullConsumer {
     this.#running = true;
     this.#client.start();
     await this.#client.refreshRoutes();
+    try {
+      await checkSubscriptionsInBrokers(this.#client, this.#o.group, this.#subs.values(), (t) => this.#client.cachedRoute(t));
+    } catch (e) {
+      await this.shutdown();
+      throw e;
+    }
     await this.#client.sendHeartbeatToAllBrokers();
     await this.#rebalance();
     this.#timers.push(setInterval(() => void this.#rebalance(), this.#o.rebalanceIntervalMs ?? 20_000));

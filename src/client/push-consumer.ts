@@ -17,6 +17,7 @@ import { RequestCode, ResponseCode } from "../remoting/index.ts";
 import { ClientInstance, errText, type ClientInstanceOptions } from "./client-instance.ts";
 import {
   allocate,
+  checkSubscriptionsInBrokers,
   computeStartOffset,
   heartbeatConsumerData,
   OffsetStore,
@@ -26,6 +27,7 @@ import {
   type FromWhere,
   type MessageModel,
   type Subscription,
+  type SubscriptionExpression,
 } from "./consumer-core.ts";
 import { MQClientError } from "./errors.ts";
 import type { MessageExt } from "./message.ts";
@@ -115,8 +117,11 @@ export class PushConsumer {
     return this.#client.clientId;
   }
 
-  /** Subscribes `topic` with a TAG expression (`*`, `TagA || TagB`). Call before start(). */
-  subscribe(topic: string, expression: string, handler: MessageHandler): void {
+  /**
+   * Subscribes `topic` with a TAG expression (`*`, `TagA || TagB`) or `{ sql: "a > 5" }` (SQL92 on
+   * message properties; the broker needs enablePropertyFilter). Call before start().
+   */
+  subscribe(topic: string, expression: SubscriptionExpression, handler: MessageHandler): void {
     if (this.#running) throw new MQClientError("subscribe before start()");
     this.#subs.set(topic, { sub: parseExpression(topic, expression), handler });
   }
@@ -137,8 +142,15 @@ export class PushConsumer {
       if (routes.every((r) => r === null)) {
         throw new MQClientError(`no route for ${topics.join(", ")}: create the topic first`, ResponseCode.TOPIC_NOT_EXIST);
       }
+      const routeOf = new Map(topics.map((t, i) => [t, routes[i]]));
+      await checkSubscriptionsInBrokers(
+        this.#client,
+        this.#o.group,
+        [...this.#subs.values()].map((s) => s.sub),
+        (t) => routeOf.get(t),
+      );
     } catch (e) {
-      await this.#client.disconnectNamesrvs();
+      await this.#client.disconnectAll();
       throw e;
     }
     if (this.#running) return; // a concurrent start() got there first

@@ -807,7 +807,15 @@ export class MessageStore {
    * Reads up to `maxMsgNums` messages of one queue from `offset`, as stored bytes. Status and
    * nextBeginOffset follow RocketMQ's DefaultMessageStore.getMessage (wire reference §3.5).
    */
-  getMessage(topic: string, queueId: number, offset: number, maxMsgNums: number, filter?: TagCodeFilter): GetMessageResult {
+  getMessage(
+    topic: string,
+    queueId: number,
+    offset: number,
+    maxMsgNums: number,
+    filter?: TagCodeFilter,
+    /** Second stage on the stored record (RocketMQ's isMatchedByCommitLog: SQL92 on properties). */
+    recordFilter?: (record: Uint8Array) => boolean,
+  ): GetMessageResult {
     const cq = this.#queues.get(topic)?.get(queueId);
     const res: GetMessageResult = {
       status: "NO_MATCHED_LOGIC_QUEUE",
@@ -869,6 +877,7 @@ export class MessageStore {
         this.#unitsNotMatchingRecord++;
         return true;
       }
+      if (recordFilter && !recordFilter(bytes)) return true;
       res.messages.push(bytes);
       res.bufferTotalBytes += size;
       lastPhy = phy;

@@ -53,6 +53,7 @@ export interface Config {
     brokerIP1: string;
     haMasterAddress: string;
     slaveReadEnable: boolean;
+    enablePropertyFilter: boolean;
     haSlaveTimeoutMs: number;
     haTransferBatchBytes: number;
     autoCreateTopicEnable: boolean;
@@ -295,6 +296,13 @@ export const KEYS: readonly KeyDef[] = [
     type: { kind: "bool" },
     roles: BROKER_ROLES,
     doc: "pulls of data no longer in memory (see store.accessMessageInMemoryMaxRatio) are told to go to a slave",
+  },
+  {
+    key: "broker.enablePropertyFilter",
+    live: true,
+    type: { kind: "bool" },
+    roles: BROKER_ROLES,
+    doc: "accept SQL92 subscriptions (MessageSelector.bySql) and filter messages by their properties; off, they are refused",
   },
   {
     key: "broker.haSlaveTimeoutMs",
@@ -568,6 +576,7 @@ export function defaultConfig(role: Role): Config {
       brokerIP1: "",
       haMasterAddress: "",
       slaveReadEnable: false,
+      enablePropertyFilter: false,
       haSlaveTimeoutMs: 3000,
       haTransferBatchBytes: 256 * 1024,
       autoCreateTopicEnable: role === "standalone",

@@ -16,7 +16,7 @@ import {
   type RequestProcessor,
 } from "../../remoting/index.ts";
 import type { BrokerContext } from "../context.ts";
-import { buildSubscription, isTagType, unsupportedFilterRemark, type SubscriptionData } from "../subscription.ts";
+import { buildSubscription, isSql92Type, isTagType, unsupportedFilterRemark, type SubscriptionData } from "../subscription.ts";
 import { retryTopic } from "./send-message.ts";
 
 interface HeartbeatConsumer {
@@ -44,7 +44,7 @@ function finiteOr(v: unknown, def: number): number {
 }
 
 /** Validates HeartbeatData JSON into a typed value or a reason. */
-export function decodeHeartbeat(body: Uint8Array | undefined): Heartbeat | { invalid: string } {
+export function decodeHeartbeat(body: Uint8Array | undefined, sql92 = false): Heartbeat | { invalid: string } {
   if (!body || body.length === 0) return { invalid: "heartbeat has no body" };
   let raw: unknown;
   try {
@@ -75,6 +75,7 @@ export function decodeHeartbeat(body: Uint8Array | undefined): Heartbeat | { inv
         str(sd.subString, "*"),
         typeof sd.expressionType === "string" ? sd.expressionType : undefined,
         finiteOr(sd.subVersion, 0),
+        sql92,
       );
       if ("invalid" in built) return built;
       subs.push(built);
@@ -112,7 +113,7 @@ export class ClientManageProcessor implements RequestProcessor {
 
   #heartbeat(conn: RemotingConnection, cmd: RemotingCommand): RemotingCommand {
     const ctx = this.#ctx;
-    const hb = decodeHeartbeat(cmd.body);
+    const hb = decodeHeartbeat(cmd.body, this.#ctx.settings.enablePropertyFilter);
     if ("invalid" in hb) return createResponse(cmd, ResponseCode.SYSTEM_ERROR, hb.invalid);
     const now = ctx.now();
     const channel = { clientId: hb.clientID, conn, language: cmd.language, version: cmd.version, lastUpdateTimestamp: now };
@@ -159,9 +160,10 @@ export class ClientManageProcessor implements RequestProcessor {
     if (typeof sd !== "object" || sd === null) return createResponse(cmd, ResponseCode.SUCCESS);
     const o = sd as Record<string, unknown>;
     const type = typeof o.expressionType === "string" ? o.expressionType : undefined;
-    const built = buildSubscription(str(o.topic, ""), str(o.subString, ""), type, 0);
+    const sql = this.#ctx.settings.enablePropertyFilter;
+    const built = buildSubscription(str(o.topic, ""), str(o.subString, ""), type, 0, sql);
     if (!("invalid" in built)) return createResponse(cmd, ResponseCode.SUCCESS);
-    if (!isTagType(type)) return createResponse(cmd, ResponseCode.SYSTEM_ERROR, unsupportedFilterRemark(type));
+    if (!isTagType(type) && !(sql && isSql92Type(type))) return createResponse(cmd, ResponseCode.SYSTEM_ERROR, unsupportedFilterRemark(type));
     return createResponse(cmd, ResponseCode.SUBSCRIPTION_PARSE_FAILED, built.invalid);
   }
 }

@@ -21,7 +21,15 @@ import {
   type RequestProcessor,
 } from "../../remoting/index.ts";
 import type { BrokerContext } from "../context.ts";
-import { buildSubscription, isTagType, tagCodeFilter, unsupportedFilterRemark, type SubscriptionData } from "../subscription.ts";
+import {
+  buildSubscription,
+  isSql92Type,
+  isTagType,
+  recordFilter,
+  tagCodeFilter,
+  unsupportedFilterRemark,
+  type SubscriptionData,
+} from "../subscription.ts";
 
 export const PullSysFlag = {
   COMMIT_OFFSET: 1,
@@ -98,9 +106,12 @@ export class PullMessageProcessor implements RequestProcessor {
     }
     let sub: SubscriptionData;
     if ((h.sysFlag & PullSysFlag.SUBSCRIPTION) !== 0) {
-      // Java, with property filtering off: SQL92 is "not supported" (1), a bad TAG expression is 23.
-      if (!isTagType(h.expressionType)) return fail(ResponseCode.SYSTEM_ERROR, unsupportedFilterRemark(h.expressionType));
-      const s = buildSubscription(h.topic, h.subscription, h.expressionType, h.subVersion);
+      // Java: SQL92 without enablePropertyFilter (or an unknown type) is "not supported" (1), a bad
+      // expression is SUBSCRIPTION_PARSE_FAILED (23).
+      const sql = ctx.settings.enablePropertyFilter;
+      if (!isTagType(h.expressionType) && !(sql && isSql92Type(h.expressionType)))
+        return fail(ResponseCode.SYSTEM_ERROR, unsupportedFilterRemark(h.expressionType));
+      const s = buildSubscription(h.topic, h.subscription, h.expressionType, h.subVersion, sql);
       if ("invalid" in s) return fail(ResponseCode.SUBSCRIPTION_PARSE_FAILED, s.invalid);
       sub = s;
     } else {
@@ -110,8 +121,12 @@ export class PullMessageProcessor implements RequestProcessor {
       if (known.subVersion < h.subVersion) return fail(ResponseCode.SUBSCRIPTION_NOT_LATEST, "the consumer's subscription not latest");
       sub = known;
     }
+    // enablePropertyFilter turned off since the consumer's heartbeat registered its SQL92 subscription.
+    if (sub.selector && !ctx.settings.enablePropertyFilter) return fail(ResponseCode.SYSTEM_ERROR, unsupportedFilterRemark(sub.expressionType));
     const filter = tagCodeFilter(sub);
-    const r = ctx.store.getMessage(h.topic, h.queueId, h.queueOffset, h.maxMsgNums, filter);
+    // A SQL92 subscription has no tag-code filter: any arrival wakes its held pull, which then
+    // re-runs the record filter (RocketMQ evaluates the arriving message's properties instead).
+    const r = ctx.store.getMessage(h.topic, h.queueId, h.queueOffset, h.maxMsgNums, filter, recordFilter(sub));
     ctx.stats.recordGet(r.status === "FOUND" ? r.messages.length : 0, r.bufferTotalBytes);
     let code = STATUS_TO_CODE[r.status];
     let next = r.nextBeginOffset;
