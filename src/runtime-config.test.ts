@@ -139,6 +139,13 @@ describe("RuntimeConfig: UPDATE_BROKER_CONFIG", () => {
     expect(JSON.parse(got.version)).toEqual({ timestamp: expect.any(Number), counter: 1 });
   });
 
+  test("enablePropertyFilter (SQL92 filters) is switched live, as mqadmin updateBrokerConfig does", async () => {
+    const f = fixture("sql");
+    expect(await f.rc.update("enablePropertyFilter=true\n", "10.0.0.1:5555")).toEqual({ ok: true });
+    expect(f.broker).toEqual([{ enablePropertyFilter: true }]);
+    expect(f.rc.brokerAccess().get().properties).toContain("enablePropertyFilter=true\n");
+  });
+
   test("refuses restart-only keys (NO_PERMISSION) and unknown keys or bad values, changing nothing", async () => {
     const f = fixture("refuse");
     const r1 = await f.rc.update("maxMessageSize=32768\nbrokerName=broker-z\n", "x");
