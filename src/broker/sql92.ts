@@ -183,21 +183,34 @@ class Parser {
   }
 
   #or(): Node {
-    let l = this.#and();
-    while (this.#isKw("OR")) {
+    return this.#chain("OR", () => this.#and());
+  }
+
+  #and(): Node {
+    return this.#chain("AND", () => this.#equality());
+  }
+
+  /** operand (KW operand)*, left-associative. */
+  #chain(kw: "AND" | "OR", operand: () => Node): Node {
+    let l = operand();
+    while (this.#isKw(kw)) {
       this.#pos++;
-      l = { k: "or", l: asCondition(l), r: asCondition(this.#and()) };
+      l = { k: kw === "AND" ? "and" : "or", l: asCondition(l), r: asCondition(operand()) };
     }
     return l;
   }
 
-  #and(): Node {
-    let l = this.#equality();
-    while (this.#isKw("AND")) {
+  /** At `KW` or `NOT KW`: consumes it and says whether NOT was there; otherwise null. */
+  #negatable(kw: string): boolean | null {
+    if (this.#isKw(kw)) {
       this.#pos++;
-      l = { k: "and", l: asCondition(l), r: asCondition(this.#equality()) };
+      return false;
     }
-    return l;
+    if (this.#isKw("NOT") && this.#isKw(kw, 1)) {
+      this.#pos += 2;
+      return true;
+    }
+    return null;
   }
 
   #equality(): Node {
@@ -227,22 +240,19 @@ class Parser {
     let l = this.#unary();
     for (;;) {
       const t = this.#peek();
+      let not: boolean | null;
       if (t.t === "op" && (t.v === ">" || t.v === ">=" || t.v === "<" || t.v === "<=")) {
         this.#pos++;
         const r = this.#unary();
         l = cmp(t.v, l, r);
-      } else if (this.#isKw("BETWEEN") || (this.#isKw("NOT") && this.#isKw("BETWEEN", 1))) {
-        const not = this.#isKw("NOT");
-        this.#pos += not ? 2 : 1;
+      } else if ((not = this.#negatable("BETWEEN")) !== null) {
         const low = this.#unary();
         this.#expectKw("AND");
         const high = this.#unary();
         if (low.k === "const" && high.k === "const" && low.v instanceof Num && high.v instanceof Num && high.v.v < low.v.v)
           throw new SelectorError(`BETWEEN bounds out of order: ${low.v.v} > ${high.v.v}`);
         l = not ? { k: "or", l: cmp("<", l, low), r: cmp(">", l, high) } : { k: "and", l: cmp(">=", l, low), r: cmp("<=", l, high) };
-      } else if (this.#isKw("IN") || (this.#isKw("NOT") && this.#isKw("IN", 1))) {
-        const not = this.#isKw("NOT");
-        this.#pos += not ? 2 : 1;
+      } else if ((not = this.#negatable("IN")) !== null) {
         if (l.k !== "prop") throw new SelectorError("IN applies to a property");
         this.#expectOp("(");
         const list = new Set<string>([this.#string()]);
@@ -252,9 +262,7 @@ class Parser {
         }
         this.#expectOp(")");
         l = { k: "in", e: l, list, not };
-      } else if (this.#isKw("CONTAINS") || (this.#isKw("NOT") && this.#isKw("CONTAINS", 1))) {
-        const not = this.#isKw("NOT");
-        this.#pos += not ? 2 : 1;
+      } else if ((not = this.#negatable("CONTAINS")) !== null) {
         if (l.k !== "prop") throw new SelectorError("CONTAINS applies to a property");
         l = { k: "contains", e: l, s: this.#string(), not };
       } else return l;
