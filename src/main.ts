@@ -112,6 +112,7 @@ function startRole(config: Config, portsFile: string | undefined, runtime: Runti
         storeDir: config.store.dir,
         frameSizeMaxBytes: config.remoting.frameSizeMaxBytes,
         connectionBufferMaxBytes: config.remoting.connectionBufferMaxBytes,
+        configAccess: runtime.namesrvAccess(),
       });
       const port = bindOrExplain("namesrv.listen", ns.listen.host, ns.listen.port, () => namesrv!.start());
       const ctl = namesrv;

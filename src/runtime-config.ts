@@ -19,11 +19,11 @@
  */
 import { scope, type Logger } from "./common/log.ts";
 import { describeSource, loadConfig, toPlain, type CliFlags, type ConfigSources } from "./config/load.ts";
-import { readPropertyChanges, toProperties } from "./config/properties.ts";
+import { readPropertyChanges, toProperties, type PropertyScope } from "./config/properties.ts";
 import { checkEffective, cloneConfig, describeChange, diffConfig, LIVE_KEYS, withLiveChanges, type KeyChange } from "./config/reload.ts";
 import { getValue, keyDef, type Config, type ConfigValue, type KeyPath, type LogLevel } from "./config/schema.ts";
 import type { BrokerConfigAccess, BrokerRuntimeOptions } from "./broker/index.ts";
-import type { NamesrvRuntimeOptions } from "./namesrv/index.ts";
+import type { NamesrvConfigAccess, NamesrvRuntimeOptions } from "./namesrv/index.ts";
 
 /** What the running components expose for runtime changes (absent = the role does not run it). */
 export interface RuntimeTargets {
@@ -151,9 +151,9 @@ export class RuntimeConfig {
     return run;
   }
 
-  /** UPDATE_BROKER_CONFIG. Never rejects. */
-  update(properties: string, from: string): Promise<UpdateOutcome> {
-    return this.#enqueue(() => this.#updateNow(properties, from));
+  /** UPDATE_BROKER_CONFIG (or, with scope "namesrv", UPDATE_NAMESRV_CONFIG). Never rejects. */
+  update(properties: string, from: string, scope: PropertyScope = "broker"): Promise<UpdateOutcome> {
+    return this.#enqueue(() => this.#updateNow(properties, from, scope));
   }
 
   /** What the broker's admin processor uses for GET_BROKER_CONFIG / UPDATE_BROKER_CONFIG. */
@@ -161,6 +161,14 @@ export class RuntimeConfig {
     return {
       get: () => ({ properties: toProperties(this.#config), version: JSON.stringify(this.#version) }),
       update: (text, from) => this.update(text, from),
+    };
+  }
+
+  /** What the name server uses for GET_NAMESRV_CONFIG / UPDATE_NAMESRV_CONFIG (its role's keys only). */
+  namesrvAccess(): NamesrvConfigAccess {
+    return {
+      get: () => ({ properties: toProperties(this.#config, "namesrv") }),
+      update: (text, from) => this.update(text, from, "namesrv"),
     };
   }
 
@@ -208,9 +216,11 @@ export class RuntimeConfig {
     return { status: "invalid", problems };
   }
 
-  async #updateNow(text: string, from: string): Promise<UpdateOutcome> {
+  async #updateNow(text: string, from: string, scope: PropertyScope): Promise<UpdateOutcome> {
+    const request = scope === "broker" ? "UPDATE_BROKER_CONFIG" : "UPDATE_NAMESRV_CONFIG";
+    const who = scope === "broker" ? "broker" : "name server";
     try {
-      const read = readPropertyChanges(text);
+      const read = readPropertyChanges(text, scope);
       if (read.problems.length > 0) return { ok: false, permission: false, remark: read.problems.join("; ") };
       const changes: KeyChange[] = [];
       const restart: string[] = [];
@@ -225,17 +235,17 @@ export class RuntimeConfig {
         return {
           ok: false,
           permission: true,
-          remark: `${restart.join(", ")}: cannot be changed while the broker runs (change the config file and restart); nothing was changed`,
+          remark: `${restart.join(", ")}: cannot be changed while the ${who} runs (change the config file and restart); nothing was changed`,
         };
       }
       const effective = withLiveChanges(this.#config, changes);
       const problems = checkEffective(effective).map((p) => `${p.key}: ${p.problem}`);
       if (problems.length > 0) return { ok: false, permission: false, remark: problems.join("; ") };
-      if (changes.length > 0) await this.#apply(changes, effective, `UPDATE_BROKER_CONFIG from ${from}`);
+      if (changes.length > 0) await this.#apply(changes, effective, `${request} from ${from}`);
       return { ok: true };
     } catch (e) {
       const error = e instanceof Error ? e.message : String(e);
-      this.#log.error(`UPDATE_BROKER_CONFIG from ${from} failed: ${error}`);
+      this.#log.error(`${request} from ${from} failed: ${error}`);
       return { ok: false, permission: false, remark: `update failed: ${error}` };
     }
   }

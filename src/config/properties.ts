@@ -54,6 +54,9 @@ const ROCKETMQ_NAMES: Partial<Record<KeyPath, RocketmqName>> = {
 /** The keys a broker's configuration consists of: everything but the name server's section. */
 export const BROKER_PROPERTY_KEYS: readonly KeyDef[] = KEYS.filter((d) => !d.key.startsWith("namesrv."));
 
+/** The keys a name server's configuration consists of (GET_NAMESRV_CONFIG): those of its role. */
+export const NAMESRV_PROPERTY_KEYS: readonly KeyDef[] = KEYS.filter((d) => d.roles.includes("namesrv"));
+
 function leaf(key: KeyPath): string {
   return key.slice(key.indexOf(".") + 1);
 }
@@ -64,15 +67,23 @@ export function propertyName(key: KeyPath): string {
 }
 
 /** Every accepted input name → key: RocketMQ's name, our leaf name, the dotted path. */
-const BY_NAME = new Map<string, KeyPath>();
-for (const d of BROKER_PROPERTY_KEYS) {
-  BY_NAME.set(d.key, d.key);
-  BY_NAME.set(leaf(d.key), d.key);
-  BY_NAME.set(propertyName(d.key), d.key);
+function namesOf(keys: readonly KeyDef[]): Map<string, KeyPath> {
+  const byName = new Map<string, KeyPath>();
+  for (const d of keys) {
+    byName.set(d.key, d.key);
+    byName.set(leaf(d.key), d.key);
+    byName.set(propertyName(d.key), d.key);
+  }
+  return byName;
 }
+const BROKER_NAMES = namesOf(BROKER_PROPERTY_KEYS);
+const NAMESRV_NAMES = namesOf(NAMESRV_PROPERTY_KEYS);
 
-export function keyForProperty(name: string): KeyPath | undefined {
-  return BY_NAME.get(name);
+/** Which process's configuration a properties text is about. */
+export type PropertyScope = "broker" | "namesrv";
+
+export function keyForProperty(name: string, scope: PropertyScope = "broker"): KeyPath | undefined {
+  return (scope === "broker" ? BROKER_NAMES : NAMESRV_NAMES).get(name);
 }
 
 function valueText(key: KeyPath, v: ConfigValue): string {
@@ -83,9 +94,10 @@ function valueText(key: KeyPath, v: ConfigValue): string {
   return String(v);
 }
 
-/** GET_BROKER_CONFIG's body: one `name=value` line per broker key, in schema order. */
-export function toProperties(config: Config): string {
-  return BROKER_PROPERTY_KEYS.map((d) => `${propertyName(d.key)}=${valueText(d.key, getValue(config, d.key))}\n`).join("");
+/** GET_BROKER_CONFIG's (or GET_NAMESRV_CONFIG's) body: one `name=value` line per key, in schema order. */
+export function toProperties(config: Config, scope: PropertyScope = "broker"): string {
+  const keys = scope === "broker" ? BROKER_PROPERTY_KEYS : NAMESRV_PROPERTY_KEYS;
+  return keys.map((d) => `${propertyName(d.key)}=${valueText(d.key, getValue(config, d.key))}\n`).join("");
 }
 
 /**
@@ -126,12 +138,12 @@ export interface PropertyChanges {
   problems: string[];
 }
 
-/** Validates every property of an UPDATE_BROKER_CONFIG body against the schema. */
-export function readPropertyChanges(text: string): PropertyChanges {
+/** Validates every property of an UPDATE_BROKER_CONFIG (or UPDATE_NAMESRV_CONFIG) body against the schema. */
+export function readPropertyChanges(text: string, scope: PropertyScope = "broker"): PropertyChanges {
   const values = new Map<KeyPath, ConfigValue>();
   const problems: string[] = [];
   for (const [name, raw] of parseProperties(text)) {
-    const key = keyForProperty(name);
+    const key = keyForProperty(name, scope);
     const def = key === undefined ? undefined : keyDef(key);
     if (key === undefined || def === undefined) {
       problems.push(`${name}: unknown key`);

@@ -1,4 +1,11 @@
-export { NamesrvController, type NamesrvInfo, type NamesrvOptions, type NamesrvRuntimeOptions, type LiveBrokerInfo } from "./namesrv.ts";
+export {
+  NamesrvController,
+  type NamesrvConfigAccess,
+  type NamesrvInfo,
+  type NamesrvOptions,
+  type NamesrvRuntimeOptions,
+  type LiveBrokerInfo,
+} from "./namesrv.ts";
 export { RouteInfoManager, type TopicRouteData, type TopicConfig, type DataVersion, PERM_READ, PERM_WRITE } from "./route-info-manager.ts";
 export {
   encodeRegisterBrokerBody,

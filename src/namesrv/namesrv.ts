@@ -22,6 +22,16 @@ export interface NamesrvOptions {
   frameSizeMaxBytes: number;
   connectionBufferMaxBytes: number;
   now?: () => number;
+  /** GET_NAMESRV_CONFIG / UPDATE_NAMESRV_CONFIG; without it both answer REQUEST_CODE_NOT_SUPPORTED. */
+  configAccess?: NamesrvConfigAccess;
+}
+
+/** The name server's configuration as RocketMQ's admin requests carry it (runtime-config.ts serves it). */
+export interface NamesrvConfigAccess {
+  /** GET_NAMESRV_CONFIG: `key=value` lines. */
+  get(): { properties: string };
+  /** UPDATE_NAMESRV_CONFIG: apply a properties text; a refusal names the keys and why. */
+  update(properties: string, from: string): Promise<{ ok: true } | { ok: false; remark: string; permission: boolean }>;
 }
 
 export interface LiveBrokerInfo {
@@ -75,6 +85,7 @@ export class NamesrvController {
       orderMessageEnable: opts.orderMessageEnable,
       now: this.#now,
       log: this.#log,
+      ...(opts.configAccess ? { config: opts.configAccess } : {}),
     };
     const processor = new NamesrvRequestProcessor(this.#deps);
     this.#server.registerAll(processor.codes, processor);

@@ -21,6 +21,7 @@ import {
 import { parseJsonBytes } from "../common/json.ts";
 import { NAMESPACE_ORDER_TOPIC_CONFIG, type KvConfigManager } from "./kv-config.ts";
 import { decodeRegisterBrokerBody } from "./register-broker-body.ts";
+import type { NamesrvConfigAccess } from "./namesrv.ts";
 import type { DataVersion, RouteInfoManager } from "./route-info-manager.ts";
 
 export interface NamesrvProcessorDeps {
@@ -29,9 +30,10 @@ export interface NamesrvProcessorDeps {
   orderMessageEnable: boolean;
   now: () => number;
   log: Logger;
+  config?: NamesrvConfigAccess;
 }
 
-type Handler = (conn: RemotingConnection, cmd: RemotingCommand) => RemotingCommand | null;
+type Handler = (conn: RemotingConnection, cmd: RemotingCommand) => RemotingCommand | null | Promise<RemotingCommand>;
 
 const TOPIC_SYS_FLAG_UNIT = 1;
 const TOPIC_SYS_FLAG_UNIT_SUB = 2;
@@ -67,6 +69,8 @@ export class NamesrvRequestProcessor implements RequestProcessor {
       [RequestCode.GET_KV_CONFIG, (_c, cmd) => this.#getKv(cmd)],
       [RequestCode.DELETE_KV_CONFIG, (_c, cmd) => this.#deleteKv(cmd)],
       [RequestCode.GET_KVLIST_BY_NAMESPACE, (_c, cmd) => this.#kvList(cmd)],
+      [RequestCode.GET_NAMESRV_CONFIG, (_c, cmd) => this.#getConfig(cmd)],
+      [RequestCode.UPDATE_NAMESRV_CONFIG, (c, cmd) => this.#updateConfig(c, cmd)],
     ]);
   }
 
@@ -75,10 +79,36 @@ export class NamesrvRequestProcessor implements RequestProcessor {
     return [...this.#handlers.keys()];
   }
 
-  process(conn: RemotingConnection, cmd: RemotingCommand): RemotingCommand | null {
+  process(conn: RemotingConnection, cmd: RemotingCommand): RemotingCommand | null | Promise<RemotingCommand> {
     const h = this.#handlers.get(cmd.code);
     if (!h) return createResponse(cmd, ResponseCode.REQUEST_CODE_NOT_SUPPORTED, ` request type ${cmd.code} not supported`);
     return h(conn, cmd);
+  }
+
+  /** GET_NAMESRV_CONFIG: the body is `key=value` lines (what `mqadmin getNamesrvConfig` prints). */
+  #getConfig(cmd: RemotingCommand): RemotingCommand {
+    if (!this.#d.config) return createResponse(cmd, ResponseCode.REQUEST_CODE_NOT_SUPPORTED, ` request type ${cmd.code} not supported`);
+    return ok(cmd, undefined, new TextEncoder().encode(this.#d.config.get().properties));
+  }
+
+  /**
+   * UPDATE_NAMESRV_CONFIG (`mqadmin updateNamesrvConfig -k K -v V`): a properties body, applied
+   * through the same path as a SIGHUP reload. A key that needs a restart is NO_PERMISSION, an
+   * unknown key or a bad value SYSTEM_ERROR; either way nothing changes. An empty body succeeds.
+   */
+  async #updateConfig(conn: RemotingConnection, cmd: RemotingCommand): Promise<RemotingCommand> {
+    const config = this.#d.config;
+    if (!config) return createResponse(cmd, ResponseCode.REQUEST_CODE_NOT_SUPPORTED, ` request type ${cmd.code} not supported`);
+    if (!cmd.body || cmd.body.length === 0) return createResponse(cmd, ResponseCode.SUCCESS);
+    let text: string;
+    try {
+      text = new TextDecoder("utf-8", { fatal: true }).decode(cmd.body);
+    } catch {
+      return createResponse(cmd, ResponseCode.SYSTEM_ERROR, "the body is not UTF-8 text");
+    }
+    const r = await config.update(text, conn.remoteAddress);
+    if (r.ok) return createResponse(cmd, ResponseCode.SUCCESS);
+    return createResponse(cmd, r.permission ? ResponseCode.NO_PERMISSION : ResponseCode.SYSTEM_ERROR, r.remark);
   }
 
   #registerBroker(conn: RemotingConnection, cmd: RemotingCommand): RemotingCommand {

@@ -14,10 +14,34 @@ const TOPICS: Record<string, TopicConfig> = {
 };
 
 const SEED: BrokerIdentity[] = [
-  { clusterName: "rocketmq-cluster", brokerAddr: "192.168.116.115:10911", brokerName: "broker-a", brokerId: 0, haServerAddr: "192.168.116.115:10912" },
-  { clusterName: "rocketmq-cluster", brokerAddr: "192.168.116.116:10911", brokerName: "broker-b", brokerId: 0, haServerAddr: "192.168.116.115:10912" },
-  { clusterName: "rocketmq-cluster", brokerAddr: "192.168.116.115:11911", brokerName: "broker-b", brokerId: 1, haServerAddr: "192.168.116.115:11912" },
-  { clusterName: "rocketmq-cluster", brokerAddr: "192.168.116.116:11911", brokerName: "broker-a", brokerId: 1, haServerAddr: "192.168.116.115:11912" },
+  {
+    clusterName: "rocketmq-cluster",
+    brokerAddr: "192.168.116.115:10911",
+    brokerName: "broker-a",
+    brokerId: 0,
+    haServerAddr: "192.168.116.115:10912",
+  },
+  {
+    clusterName: "rocketmq-cluster",
+    brokerAddr: "192.168.116.116:10911",
+    brokerName: "broker-b",
+    brokerId: 0,
+    haServerAddr: "192.168.116.115:10912",
+  },
+  {
+    clusterName: "rocketmq-cluster",
+    brokerAddr: "192.168.116.115:11911",
+    brokerName: "broker-b",
+    brokerId: 1,
+    haServerAddr: "192.168.116.115:11912",
+  },
+  {
+    clusterName: "rocketmq-cluster",
+    brokerAddr: "192.168.116.116:11911",
+    brokerName: "broker-a",
+    brokerId: 1,
+    haServerAddr: "192.168.116.115:11912",
+  },
 ];
 
 const cleanups: (() => Promise<void>)[] = [];
@@ -126,10 +150,14 @@ describe("name server binary: seed deployment", () => {
 
     // Closing broker-a slave's connection removes it at once: broker-a is gone from the route.
     await brokers[3]!.close();
-    r = await waitFor(async () => {
-      const x = bodyJson<TopicRouteData>(await route(c, srv.namesrvAddr));
-      return x.brokerDatas.length === 1 ? x : null;
-    }, 5000, "broker-a to disappear");
+    r = await waitFor(
+      async () => {
+        const x = bodyJson<TopicRouteData>(await route(c, srv.namesrvAddr));
+        return x.brokerDatas.length === 1 ? x : null;
+      },
+      5000,
+      "broker-a to disappear",
+    );
     expect(r.queueDatas.map((q) => q.brokerName)).toEqual(["broker-b"]);
 
     await brokers[1]!.close();
@@ -154,7 +182,15 @@ describe("name server binary: seed deployment", () => {
     const b = SEED[0]!;
     const req = createRequest(
       RequestCode.REGISTER_BROKER,
-      { brokerName: b.brokerName, brokerAddr: b.brokerAddr, clusterName: b.clusterName, haServerAddr: b.haServerAddr, brokerId: "0", compressed: "true", bodyCrc32: String(Bun.hash.crc32(body) & 0x7fffffff) },
+      {
+        brokerName: b.brokerName,
+        brokerAddr: b.brokerAddr,
+        clusterName: b.clusterName,
+        haServerAddr: b.haServerAddr,
+        brokerId: "0",
+        compressed: "true",
+        bodyCrc32: String(Bun.hash.crc32(body) & 0x7fffffff),
+      },
       body,
     );
     const c = client();
@@ -220,7 +256,11 @@ describe("name server binary: seed deployment", () => {
         const list = await c.invoke(srv.namesrvAddr, createRequest(RequestCode.GET_KVLIST_BY_NAMESPACE, { namespace: "ORDER_TOPIC_CONFIG" }), 3000);
         expect(bodyJson(list)).toEqual({ table: { test: "broker-a:8;broker-b:8" } });
         await c.invoke(srv.namesrvAddr, createRequest(RequestCode.DELETE_KV_CONFIG, { namespace: "ORDER_TOPIC_CONFIG", key: "test" }), 3000);
-        const miss = await c.invoke(srv.namesrvAddr, createRequest(RequestCode.GET_KV_CONFIG, { namespace: "ORDER_TOPIC_CONFIG", key: "test" }), 3000);
+        const miss = await c.invoke(
+          srv.namesrvAddr,
+          createRequest(RequestCode.GET_KV_CONFIG, { namespace: "ORDER_TOPIC_CONFIG", key: "test" }),
+          3000,
+        );
         expect(miss.code).toBe(ResponseCode.QUERY_NOT_FOUND);
       } finally {
         await c.close();
@@ -236,6 +276,35 @@ describe("name server binary: seed deployment", () => {
     expect(res.extFields?.wipeTopicCount).toBe("1");
     const r = bodyJson<TopicRouteData>(await route(c, srv.namesrvAddr));
     expect(r.queueDatas.find((q) => q.brokerName === "broker-a")!.perm).toBe(4);
+  });
+});
+
+describe("name server binary: its own configuration over the wire", () => {
+  test("GET_NAMESRV_CONFIG lists its keys; UPDATE_NAMESRV_CONFIG applies live keys and refuses the rest, changing nothing", async () => {
+    const srv = await namesrv();
+    const c = client();
+    const get = async () => {
+      const res = await c.invoke(srv.namesrvAddr, createRequest(RequestCode.GET_NAMESRV_CONFIG), 3000);
+      expect(res.code).toBe(ResponseCode.SUCCESS);
+      return new TextDecoder().decode(res.body);
+    };
+    const update = (text: string) =>
+      c.invoke(srv.namesrvAddr, createRequest(RequestCode.UPDATE_NAMESRV_CONFIG, {}, new TextEncoder().encode(text)), 3000);
+    const before = await get();
+    expect(before).toContain("orderMessageEnable=false\n");
+    expect(before).toContain("brokerExpiredMs=");
+    expect(before).not.toContain("maxMessageSize="); // a broker key
+    expect((await update("orderMessageEnable=true\n")).code).toBe(ResponseCode.SUCCESS);
+    expect(await get()).toContain("orderMessageEnable=true\n");
+    const restart = await update("orderMessageEnable=false\nlisten=127.0.0.1:1\n");
+    expect(restart.code).toBe(ResponseCode.NO_PERMISSION);
+    expect(restart.remark).toContain("namesrv.listen: cannot be changed while the name server runs");
+    const unknown = await update("maxMessageSize=1024\n");
+    expect(unknown.code).toBe(ResponseCode.SYSTEM_ERROR);
+    expect(unknown.remark).toContain("maxMessageSize: unknown key");
+    // Neither refusal changed anything.
+    expect(await get()).toContain("orderMessageEnable=true\n");
+    expect(srv.output.out() + srv.output.err()).toContain("UPDATE_NAMESRV_CONFIG from");
   });
 });
 
