@@ -6,6 +6,7 @@
 import { jsonBytes } from "../common/json.ts";
 import type { Logger } from "../common/log.ts";
 import {
+  answerConfigUpdate,
   createResponse,
   optBool,
   optInt,
@@ -99,16 +100,7 @@ export class NamesrvRequestProcessor implements RequestProcessor {
   async #updateConfig(conn: RemotingConnection, cmd: RemotingCommand): Promise<RemotingCommand> {
     const config = this.#d.config;
     if (!config) return createResponse(cmd, ResponseCode.REQUEST_CODE_NOT_SUPPORTED, ` request type ${cmd.code} not supported`);
-    if (!cmd.body || cmd.body.length === 0) return createResponse(cmd, ResponseCode.SUCCESS);
-    let text: string;
-    try {
-      text = new TextDecoder("utf-8", { fatal: true }).decode(cmd.body);
-    } catch {
-      return createResponse(cmd, ResponseCode.SYSTEM_ERROR, "the body is not UTF-8 text");
-    }
-    const r = await config.update(text, conn.remoteAddress);
-    if (r.ok) return createResponse(cmd, ResponseCode.SUCCESS);
-    return createResponse(cmd, r.permission ? ResponseCode.NO_PERMISSION : ResponseCode.SYSTEM_ERROR, r.remark);
+    return answerConfigUpdate(cmd, conn.remoteAddress, (text, from) => config.update(text, from));
   }
 
   #registerBroker(conn: RemotingConnection, cmd: RemotingCommand): RemotingCommand {

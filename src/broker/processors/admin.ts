@@ -20,6 +20,7 @@
 import { jsonBytes, parseJsonBytes } from "../../common/json.ts";
 import { subscriptionGroupFromJson } from "../../commitlog/index.ts";
 import {
+  answerConfigUpdate,
   createResponse,
   optBool,
   optString,
@@ -175,18 +176,9 @@ export class AdminProcessor implements RequestProcessor {
   }
 
   async #updateConfig(conn: RemotingConnection, cmd: RemotingCommand): Promise<RemotingCommand> {
-    if (!this.#config) return createResponse(cmd, ResponseCode.REQUEST_CODE_NOT_SUPPORTED, `request code ${cmd.code} not supported`);
-    // Like Java, an empty body changes nothing and succeeds.
-    if (!cmd.body || cmd.body.length === 0) return createResponse(cmd, ResponseCode.SUCCESS);
-    let text: string;
-    try {
-      text = new TextDecoder("utf-8", { fatal: true }).decode(cmd.body);
-    } catch {
-      return createResponse(cmd, ResponseCode.SYSTEM_ERROR, "the body is not UTF-8 text");
-    }
-    const r = await this.#config.update(text, conn.remoteAddress);
-    if (r.ok) return createResponse(cmd, ResponseCode.SUCCESS);
-    return createResponse(cmd, r.permission ? ResponseCode.NO_PERMISSION : ResponseCode.SYSTEM_ERROR, r.remark);
+    const config = this.#config;
+    if (!config) return createResponse(cmd, ResponseCode.REQUEST_CODE_NOT_SUPPORTED, `request code ${cmd.code} not supported`);
+    return answerConfigUpdate(cmd, conn.remoteAddress, (text, from) => config.update(text, from));
   }
 
   #updateGroup(conn: RemotingConnection, cmd: RemotingCommand): RemotingCommand {
