@@ -651,6 +651,49 @@ describe("broker binary: pull", () => {
     expectCode(await c.call(pull("H2", { group: "HG", sysFlag: 0 })), ResponseCode.SUBSCRIPTION_NOT_EXIST);
   });
 
+  test("SQL92 as the Java client uses it: enablePropertyFilter switched on live, the heartbeat's SQL92 subscription filters pulls without the SUBSCRIPTION flag", async () => {
+    await using c = await startCluster();
+    await ok(c, createTopicRequest("Q", 1));
+    for (let i = 0; i < 6; i++) await ok(c, sendV2("Q", `q${i}`, { tags: i % 2 ? "B" : "A", props: { n: String(i) } }));
+    const sqlHeartbeat = (expr: string) =>
+      createRequest(
+        RequestCode.HEART_BEAT,
+        undefined,
+        enc.encode(
+          JSON.stringify({
+            clientID: "java-like",
+            producerDataSet: [],
+            consumerDataSet: [
+              {
+                groupName: "QG",
+                consumeType: "CONSUME_PASSIVELY",
+                messageModel: "CLUSTERING",
+                consumeFromWhere: "CONSUME_FROM_FIRST_OFFSET",
+                unitMode: false,
+                subscriptionDataSet: [
+                  { topic: "Q", subString: expr, tagsSet: [], codeSet: [], classFilterMode: false, subVersion: 7, expressionType: "SQL92" },
+                ],
+              },
+            ],
+          }),
+        ),
+      );
+    // Off (the default): the heartbeat carrying SQL92 is refused.
+    expectCode(await c.call(sqlHeartbeat("n >= 2")), ResponseCode.SYSTEM_ERROR, "SQL92");
+    await ok(c, createRequest(RequestCode.UPDATE_BROKER_CONFIG, {}, enc.encode("enablePropertyFilter=true\n")));
+    await ok(c, sqlHeartbeat("n >= 2 AND TAGS = 'A'"));
+    const r = await c.call(pull("Q", { group: "QG", sysFlag: 0, subVersion: 7 }));
+    expectPullHeader(r, ResponseCode.SUCCESS, { next: 6 });
+    expect(records(r).map(bodyText)).toEqual(["q2", "q4"]);
+    // The same with the expression on the pull itself (SUBSCRIPTION flag), and a bad one.
+    const withSub = pull("Q", { subscription: "n < 2" });
+    withSub.extFields!.expressionType = "SQL92";
+    expect(records(await c.call(withSub)).map(bodyText)).toEqual(["q0", "q1"]);
+    const bad = pull("Q", { subscription: "n <" });
+    bad.extFields!.expressionType = "SQL92";
+    expectCode(await c.call(bad), ResponseCode.SUBSCRIPTION_PARSE_FAILED, "Invalid MessageSelector");
+  });
+
   test("pull error paths: unknown topic, bad queueId, unreadable topic, missing header", async () => {
     await using c = await startCluster();
     await ok(c, createTopicRequest("P", 2));
