@@ -1,10 +1,5 @@
 import { expect, test } from "bun:test";
-import {
-  decodeRegisterBrokerBody,
-  encodeRegisterBrokerBody,
-  encodeRegisterBrokerBodyCompressed,
-  type RegisterBrokerBody,
-} from "./register-broker-body.ts";
+import { decodeRegisterBrokerBody, encodeRegisterBrokerBody, encodeRegisterBrokerBodyCompressed, type RegisterBrokerBody } from "./register-broker-body.ts";
 
 const body: RegisterBrokerBody = {
   dataVersion: { counter: 12, timestamp: 1700000000000 },
@@ -35,8 +30,7 @@ test("garbage is a reason, not an exception", () => {
 });
 
 test("fastjson's unquoted numeric keys are accepted", () => {
-  const text =
-    '{"filterServerList":[],"topicConfigSerializeWrapper":{"dataVersion":{"counter":1,"timestamp":2},"topicConfigTable":{"T":{"topicName":"T","readQueueNums":1,"writeQueueNums":1,"perm":6,"attrs":{0:"x"}}}}}';
+  const text = '{"filterServerList":[],"topicConfigSerializeWrapper":{"dataVersion":{"counter":1,"timestamp":2},"topicConfigTable":{"T":{"topicName":"T","readQueueNums":1,"writeQueueNums":1,"perm":6,"attrs":{0:"x"}}}}}';
   const r = decodeRegisterBrokerBody(new TextEncoder().encode(text), false, 409);
   expect(r).toHaveProperty("topicConfigTable.T.readQueueNums", 1);
 });

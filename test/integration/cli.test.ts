@@ -21,23 +21,7 @@ describe("rocketbun CLI", () => {
   test("--help documents every contract flag", async () => {
     const r = await runRocketbun(["--help"]);
     expect(r.code).toBe(0);
-    for (const f of [
-      "--role",
-      "--config",
-      "--listen",
-      "--admin",
-      "--namesrv",
-      "--store",
-      "--cluster",
-      "--broker-name",
-      "--broker-id",
-      "--broker-role",
-      "--flush-disk",
-      "--log-level",
-      "--check-config",
-      "--print-config",
-      "--version",
-    ]) {
+    for (const f of ["--role", "--config", "--listen", "--admin", "--namesrv", "--store", "--cluster", "--broker-name", "--broker-id", "--broker-role", "--flush-disk", "--log-level", "--check-config", "--print-config", "--version"]) {
       expect(r.stdout).toContain(f);
     }
   });
@@ -58,16 +42,7 @@ describe("rocketbun CLI", () => {
     const file = join(dir, "bad.yaml");
     writeFileSync(
       file,
-      [
-        "logLevel: loud",
-        "broker:",
-        "  brokerNmae: x",
-        "  brokerId: abc",
-        "  listen: 127.0.0.1:99999",
-        "store:",
-        "  flushDiskType: SOMETIMES",
-        "",
-      ].join("\n"),
+      ["logLevel: loud", "broker:", "  brokerNmae: x", "  brokerId: abc", "  listen: 127.0.0.1:99999", "store:", "  flushDiskType: SOMETIMES", ""].join("\n"),
     );
     const store = join(dir, "never-created");
     const r = await runRocketbun(["--role", "master", "--config", file, "--namesrv", "127.0.0.1:9876", "--store", store], dir);
@@ -94,10 +69,7 @@ describe("rocketbun CLI", () => {
   test("a port in use exits 2 and names the key", async () => {
     const holder = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
     try {
-      const r = await runRocketbun(
-        ["--role", "namesrv", "--listen", `127.0.0.1:${holder.port}`, "--admin", "127.0.0.1:0", "--store", join(dir, "p")],
-        dir,
-      );
+      const r = await runRocketbun(["--role", "namesrv", "--listen", `127.0.0.1:${holder.port}`, "--admin", "127.0.0.1:0", "--store", join(dir, "p")], dir);
       expect(r.code).toBe(2);
       expect(r.stderr).toContain("namesrv.listen");
       expect(r.stderr).toContain("already in use");
@@ -116,35 +88,10 @@ describe("rocketbun CLI", () => {
   });
 
   test("--check-config validates and exits 0; --print-config prints YAML that loads back", async () => {
-    const ok = await runRocketbun([
-      "--role",
-      "namesrv",
-      "--config",
-      "config/namesrv.yaml",
-      "--listen",
-      "127.0.0.1:0",
-      "--store",
-      join(dir, "c"),
-      "--check-config",
-    ]);
+    const ok = await runRocketbun(["--role", "namesrv", "--config", "config/namesrv.yaml", "--listen", "127.0.0.1:0", "--store", join(dir, "c"), "--check-config"]);
     expect(ok.code).toBe(0);
     expect(ok.stdout).toContain("OK");
-    const p = await runRocketbun(
-      [
-        "--role",
-        "master",
-        "--namesrv",
-        "127.0.0.1:1;127.0.0.1:2",
-        "--broker-name",
-        "broker-z",
-        "--broker-role",
-        "SYNC_MASTER",
-        "--flush-disk",
-        "SYNC_FLUSH",
-        "--print-config",
-      ],
-      dir,
-    );
+    const p = await runRocketbun(["--role", "master", "--namesrv", "127.0.0.1:1;127.0.0.1:2", "--broker-name", "broker-z", "--broker-role", "SYNC_MASTER", "--flush-disk", "SYNC_FLUSH", "--print-config"], dir);
     expect(p.code).toBe(0);
     expect(p.stdout).toContain("broker-z");
     expect(p.stdout).toContain("SYNC_MASTER");
@@ -172,10 +119,7 @@ describe("rocketbun CLI", () => {
       const srv = await startRocketbun({ role: "namesrv" });
       try {
         await waitFor(() => srv.output.out().includes("rocketbun started"), 5000, "start-up line");
-        const line = srv.output
-          .out()
-          .split("\n")
-          .find((l) => l.includes("rocketbun started"))!;
+        const line = srv.output.out().split("\n").find((l) => l.includes("rocketbun started"))!;
         expect(line).toContain("role=namesrv");
         expect(line).toMatch(/version=\d+\.\d+\.\d+/);
         expect(line).toContain(`listen=127.0.0.1:${srv.ports.namesrv}`);
