@@ -158,11 +158,6 @@ export class ClientInstance {
     return route;
   }
 
-  /** Closes the name server connections (the next request reopens them), so that nothing keeps the process alive. */
-  async disconnectNamesrvs(): Promise<void> {
-    await Promise.all(this.#namesrvs.map((addr) => this.remoting.disconnect(addr)));
-  }
-
   /** Closes every connection, name servers and the brokers of cached routes (a failed start; the client stays usable). */
   async disconnectAll(): Promise<void> {
     await Promise.all([...this.#namesrvs, ...this.allBrokerAddrs(false)].map((addr) => this.remoting.disconnect(addr)));

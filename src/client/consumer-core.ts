@@ -4,6 +4,7 @@
  * and rebalancing (average allocation over the sorted group members and queues).
  */
 import { javaStringHashCode } from "../common/message-record.ts";
+import { jsonBytes } from "../common/json.ts";
 import { RequestCode, ResponseCode } from "../remoting/index.ts";
 import { errText, type ClientInstance, type HeartbeatConsumerData } from "./client-instance.ts";
 import { MQBrokerError, MQClientError } from "./errors.ts";
@@ -68,13 +69,11 @@ export async function checkSubscriptionsInBrokers(
     for (const b of routeOf(s.topic)?.brokerDatas ?? []) {
       const addr = b.brokerAddrs[String(MASTER_ID)];
       if (!addr) continue;
-      const body = new TextEncoder().encode(
-        JSON.stringify({
-          clientId: client.clientId,
-          group,
-          subscriptionData: { topic: s.topic, subString: s.expression, expressionType: s.type, subVersion: s.subVersion, classFilterMode: false },
-        }),
-      );
+      const body = jsonBytes({
+        clientId: client.clientId,
+        group,
+        subscriptionData: { topic: s.topic, subString: s.expression, expressionType: s.type, subVersion: s.subVersion, classFilterMode: false },
+      });
       checks.push(
         client.invokeBroker(addr, RequestCode.CHECK_CLIENT_CONFIG, {}, body).then((res) => {
           if (res.code !== ResponseCode.SUCCESS) throw new MQBrokerError(res.code, res.remark, addr);

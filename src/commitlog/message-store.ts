@@ -1092,12 +1092,12 @@ export class MessageStore {
     return this.#reputOffset;
   }
 
-  /** Damaged CommitLog ranges that recovery found and excluded from reads. */
   /** ConsumeQueue units skipped by getMessage because the bytes they point at are not their record (torn units). */
   get unitsNotMatchingRecord(): number {
     return this.#unitsNotMatchingRecord;
   }
 
+  /** Damaged CommitLog ranges that recovery found and excluded from reads. */
   get corruptRanges(): readonly CorruptRange[] {
     return this.#corrupt;
   }
