@@ -22,8 +22,17 @@ export interface SubscriptionData {
 }
 
 /** Java's ExpressionType.SQL92 (compared case-insensitively). */
-export function isSql92Type(expressionType: string | undefined): boolean {
+function isSql92Type(expressionType: string | undefined): boolean {
   return (expressionType ?? "").trim().toUpperCase() === "SQL92";
+}
+
+/**
+ * Whether this broker takes subscriptions of `expressionType`: TAG always, SQL92 with `sql92` (its
+ * enablePropertyFilter). Java answers any other with SYSTEM_ERROR and unsupportedFilterRemark,
+ * before looking at the expression itself.
+ */
+export function isSupportedType(expressionType: string | undefined, sql92: boolean): boolean {
+  return isTagType(expressionType) || (sql92 && isSql92Type(expressionType));
 }
 
 /** Java's ExpressionType.isTagType (case-insensitive here): absent or empty means TAG. */

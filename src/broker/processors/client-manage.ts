@@ -16,7 +16,7 @@ import {
   type RequestProcessor,
 } from "../../remoting/index.ts";
 import type { BrokerContext } from "../context.ts";
-import { buildSubscription, isSql92Type, isTagType, unsupportedFilterRemark, type SubscriptionData } from "../subscription.ts";
+import { buildSubscription, isSupportedType, unsupportedFilterRemark, type SubscriptionData } from "../subscription.ts";
 import { retryTopic } from "./send-message.ts";
 
 interface HeartbeatConsumer {
@@ -163,7 +163,7 @@ export class ClientManageProcessor implements RequestProcessor {
     const sql = this.#ctx.settings.enablePropertyFilter;
     const built = buildSubscription(str(o.topic, ""), str(o.subString, ""), type, 0, sql);
     if (!("invalid" in built)) return createResponse(cmd, ResponseCode.SUCCESS);
-    if (!isTagType(type) && !(sql && isSql92Type(type))) return createResponse(cmd, ResponseCode.SYSTEM_ERROR, unsupportedFilterRemark(type));
+    if (!isSupportedType(type, sql)) return createResponse(cmd, ResponseCode.SYSTEM_ERROR, unsupportedFilterRemark(type));
     return createResponse(cmd, ResponseCode.SUBSCRIPTION_PARSE_FAILED, built.invalid);
   }
 }

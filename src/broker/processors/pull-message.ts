@@ -21,15 +21,7 @@ import {
   type RequestProcessor,
 } from "../../remoting/index.ts";
 import type { BrokerContext } from "../context.ts";
-import {
-  buildSubscription,
-  isSql92Type,
-  isTagType,
-  recordFilter,
-  tagCodeFilter,
-  unsupportedFilterRemark,
-  type SubscriptionData,
-} from "../subscription.ts";
+import { buildSubscription, isSupportedType, recordFilter, tagCodeFilter, unsupportedFilterRemark, type SubscriptionData } from "../subscription.ts";
 
 export const PullSysFlag = {
   COMMIT_OFFSET: 1,
@@ -109,8 +101,7 @@ export class PullMessageProcessor implements RequestProcessor {
       // Java: SQL92 without enablePropertyFilter (or an unknown type) is "not supported" (1), a bad
       // expression is SUBSCRIPTION_PARSE_FAILED (23).
       const sql = ctx.settings.enablePropertyFilter;
-      if (!isTagType(h.expressionType) && !(sql && isSql92Type(h.expressionType)))
-        return fail(ResponseCode.SYSTEM_ERROR, unsupportedFilterRemark(h.expressionType));
+      if (!isSupportedType(h.expressionType, sql)) return fail(ResponseCode.SYSTEM_ERROR, unsupportedFilterRemark(h.expressionType));
       const s = buildSubscription(h.topic, h.subscription, h.expressionType, h.subVersion, sql);
       if ("invalid" in s) return fail(ResponseCode.SUBSCRIPTION_PARSE_FAILED, s.invalid);
       sub = s;
