@@ -24,6 +24,7 @@ import { checkEffective, cloneConfig, describeChange, diffConfig, LIVE_KEYS, wit
 import { getValue, keyDef, type Config, type ConfigValue, type KeyPath, type LogLevel } from "./config/schema.ts";
 import type { BrokerConfigAccess, BrokerRuntimeOptions } from "./broker/index.ts";
 import type { NamesrvConfigAccess, NamesrvRuntimeOptions } from "./namesrv/index.ts";
+import type { ConfigUpdateOutcome } from "./remoting/index.ts";
 
 /** What the running components expose for runtime changes (absent = the role does not run it). */
 export interface RuntimeTargets {
@@ -36,8 +37,6 @@ export interface RuntimeTargets {
 
 export type ReloadOutcome =
   { status: "invalid"; problems: string[] } | { status: "applied"; changes: KeyChange[] } | { status: "failed"; error: string };
-
-export type UpdateOutcome = { ok: true } | { ok: false; remark: string; permission: boolean };
 
 /** RocketMQ's DataVersion: bumped on every applied change; GET_BROKER_CONFIG's `version`. */
 export interface ConfigDataVersion {
@@ -152,7 +151,7 @@ export class RuntimeConfig {
   }
 
   /** UPDATE_BROKER_CONFIG (or, with scope "namesrv", UPDATE_NAMESRV_CONFIG). Never rejects. */
-  update(properties: string, from: string, scope: PropertyScope = "broker"): Promise<UpdateOutcome> {
+  update(properties: string, from: string, scope: PropertyScope = "broker"): Promise<ConfigUpdateOutcome> {
     return this.#enqueue(() => this.#updateNow(properties, from, scope));
   }
 
@@ -216,7 +215,7 @@ export class RuntimeConfig {
     return { status: "invalid", problems };
   }
 
-  async #updateNow(text: string, from: string, scope: PropertyScope): Promise<UpdateOutcome> {
+  async #updateNow(text: string, from: string, scope: PropertyScope): Promise<ConfigUpdateOutcome> {
     const request = scope === "broker" ? "UPDATE_BROKER_CONFIG" : "UPDATE_NAMESRV_CONFIG";
     const who = scope === "broker" ? "broker" : "name server";
     try {

@@ -18,7 +18,15 @@ import {
   type StoreRuntimeOptions,
   type TopicConfig,
 } from "../commitlog/index.ts";
-import { createRequest, RemotingClient, RemotingServer, REMOTING_CLIENT_DEFAULTS, RequestCode, type RequestProcessor } from "../remoting/index.ts";
+import {
+  createRequest,
+  RemotingClient,
+  RemotingServer,
+  REMOTING_CLIENT_DEFAULTS,
+  RequestCode,
+  type ConfigUpdateOutcome,
+  type RequestProcessor,
+} from "../remoting/index.ts";
 import { ConsumerManager, ProducerManager, type ClientChannel } from "./client-manager.ts";
 import type { BrokerContext, BrokerRole, BrokerSettings } from "./context.ts";
 import { HAClient, HAService, type HAClientStatus, type SlaveStatus } from "../ha/index.ts";
@@ -113,7 +121,7 @@ export interface BrokerConfigAccess {
   /** GET_BROKER_CONFIG: `key=value` lines and the DataVersion JSON. */
   get(): { properties: string; version: string };
   /** UPDATE_BROKER_CONFIG: apply a properties text; a refusal names the keys and why. */
-  update(properties: string, from: string): Promise<{ ok: true } | { ok: false; remark: string; permission: boolean }>;
+  update(properties: string, from: string): Promise<ConfigUpdateOutcome>;
 }
 
 export interface ReplicationInfo {

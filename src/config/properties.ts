@@ -76,14 +76,16 @@ function namesOf(keys: readonly KeyDef[]): Map<string, KeyPath> {
   }
   return byName;
 }
-const BROKER_NAMES = namesOf(BROKER_PROPERTY_KEYS);
-const NAMESRV_NAMES = namesOf(NAMESRV_PROPERTY_KEYS);
-
 /** Which process's configuration a properties text is about. */
 export type PropertyScope = "broker" | "namesrv";
 
+const SCOPES: Record<PropertyScope, { keys: readonly KeyDef[]; names: Map<string, KeyPath> }> = {
+  broker: { keys: BROKER_PROPERTY_KEYS, names: namesOf(BROKER_PROPERTY_KEYS) },
+  namesrv: { keys: NAMESRV_PROPERTY_KEYS, names: namesOf(NAMESRV_PROPERTY_KEYS) },
+};
+
 export function keyForProperty(name: string, scope: PropertyScope = "broker"): KeyPath | undefined {
-  return (scope === "broker" ? BROKER_NAMES : NAMESRV_NAMES).get(name);
+  return SCOPES[scope].names.get(name);
 }
 
 function valueText(key: KeyPath, v: ConfigValue): string {
@@ -96,8 +98,7 @@ function valueText(key: KeyPath, v: ConfigValue): string {
 
 /** GET_BROKER_CONFIG's (or GET_NAMESRV_CONFIG's) body: one `name=value` line per key, in schema order. */
 export function toProperties(config: Config, scope: PropertyScope = "broker"): string {
-  const keys = scope === "broker" ? BROKER_PROPERTY_KEYS : NAMESRV_PROPERTY_KEYS;
-  return keys.map((d) => `${propertyName(d.key)}=${valueText(d.key, getValue(config, d.key))}\n`).join("");
+  return SCOPES[scope].keys.map((d) => `${propertyName(d.key)}=${valueText(d.key, getValue(config, d.key))}\n`).join("");
 }
 
 /**

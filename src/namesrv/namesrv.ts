@@ -5,7 +5,7 @@
  */
 import { join } from "node:path";
 import { scope } from "../common/log.ts";
-import { RemotingServer } from "../remoting/index.ts";
+import { RemotingServer, type ConfigUpdateOutcome } from "../remoting/index.ts";
 import { KvConfigManager } from "./kv-config.ts";
 import { NamesrvRequestProcessor, type NamesrvProcessorDeps } from "./processors.ts";
 import { RouteInfoManager, type TopicRouteData } from "./route-info-manager.ts";
@@ -31,7 +31,7 @@ export interface NamesrvConfigAccess {
   /** GET_NAMESRV_CONFIG: `key=value` lines. */
   get(): { properties: string };
   /** UPDATE_NAMESRV_CONFIG: apply a properties text; a refusal names the keys and why. */
-  update(properties: string, from: string): Promise<{ ok: true } | { ok: false; remark: string; permission: boolean }>;
+  update(properties: string, from: string): Promise<ConfigUpdateOutcome>;
 }
 
 export interface LiveBrokerInfo {
