@@ -285,8 +285,7 @@ export function fdatasyncProbe(dir: string, ms = 2000): { syncs_per_s: number; p
       pos += chunk.length;
     }
     const secs = (now() - t0) / 1000;
-    lat.sort((a, b) => a - b);
-    return { syncs_per_s: Math.round(lat.length / secs), p50_ms: round(lat[lat.length >> 1] ?? NaN, 3) };
+    return { syncs_per_s: Math.round(lat.length / secs), p50_ms: stats(Float64Array.from(lat)).p50_ms };
   } finally {
     closeSync(fd);
     rmSync(path, { force: true });
