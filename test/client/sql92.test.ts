@@ -18,6 +18,13 @@ async function sendAll(env: Env, topic: string): Promise<void> {
   }
 }
 
+/** What start() rejected with (null if it started). */
+const startError = (c: { start(): Promise<void> }): Promise<unknown> =>
+  c.start().then(
+    () => null,
+    (e: unknown) => e,
+  );
+
 const expected = Array.from({ length: 40 }, (_, i) => i)
   .filter(wanted)
   .map((i) => `m-${i}`);
@@ -68,10 +75,7 @@ test("SQL92 is refused at start when the broker's filter is off, and an invalid 
   await env.createTopic(topic, 1);
   const off = env.push({ group: uniq("G_sqloff") });
   off.subscribe(topic, { sql: "a > 1" }, async () => {});
-  const e1 = await off.start().then(
-    () => null,
-    (e: unknown) => e,
-  );
+  const e1 = await startError(off);
   expect(e1).toBeInstanceOf(MQBrokerError);
   expect(String((e1 as Error).message)).toContain("does not support consumer to filter message by SQL92");
 
@@ -79,10 +83,7 @@ test("SQL92 is refused at start when the broker's filter is off, and an invalid 
   await on.createTopic(topic, 1);
   const bad = on.push({ group: uniq("G_sqlbad") });
   bad.subscribe(topic, { sql: "a > 'x'" }, async () => {});
-  const e2 = await bad.start().then(
-    () => null,
-    (e: unknown) => e,
-  );
+  const e2 = await startError(bad);
   expect(e2).toBeInstanceOf(MQBrokerError);
   expect((e2 as MQBrokerError).code).toBe(23); // SUBSCRIPTION_PARSE_FAILED
   expect(String((e2 as Error).message)).toContain("Invalid MessageSelector");
