@@ -16,6 +16,15 @@
  * Invariants: samples are in strictly increasing second order, at most RATE_WINDOW_MAX_S + 2 are
  * kept; totals never decrease; a clock that steps back adds no sample (its records count toward
  * the newest one).
+ *
+ * Per topic and group (RocketMQ's BrokerStatsManager items, read by VIEW_BROKER_STATS_DATA and the
+ * consume TPS of GET_CONSUME_STATS): the optional `topic`/`group` arguments of the record calls
+ * count into named items (StatsName below) keyed "topic" or "topic@group"; recordSendBack counts
+ * CONSUMER_SEND_MSG_BACK. One map lookup per request, never per message. Each item keeps Java
+ * StatsItem's sample lists (every 10 s for the last minute, every 10 min for the last hour,
+ * every hour for the last day), taken lazily on the first call after each period, and answers
+ * {sum, tps, avgpt} over each list as Java's computeStatsData does, with the current totals as
+ * the newest sample.
  */
 
 /** Longest rate window (RocketMQ reports 10 s, 60 s and 600 s). */
@@ -77,28 +86,49 @@ export class BrokerStats {
   #nextMidnight: number;
   #todayMorning: Totals = zero();
   #yesterdayMorning: Totals = zero();
+  /** Per topic / topic@group items (StatsName). */
+  readonly items: KeyedStats;
 
   constructor(opts: { now?: () => number } = {}) {
     this.#now = opts.now ?? Date.now;
     this.#boot = this.#now();
     this.#nextMidnight = nextLocalMidnight(this.#boot);
+    this.items = new KeyedStats(this.#now);
   }
 
-  recordPut(n: number, bytes: number): void {
+  /** `n` messages of `bytes` body bytes stored (into `topic`, when the caller names it). */
+  recordPut(n: number, bytes: number, topic?: string): void {
     this.#roll(this.#now());
     this.#t.put += Math.max(0, n);
     this.#t.putBytes += Math.max(0, bytes);
+    if (topic !== undefined && n > 0) {
+      this.items.add(StatsName.TOPIC_PUT_NUMS, topic, n, 1);
+      this.items.add(StatsName.TOPIC_PUT_SIZE, topic, Math.max(0, bytes), 1);
+      this.items.add(StatsName.BROKER_PUT_NUMS, "", n, 1);
+    }
   }
 
-  recordGet(n: number, bytes: number): void {
+  /** A pull answered with `n` messages (0 = a miss) of `bytes`, for `group` on `topic` when named. */
+  recordGet(n: number, bytes: number, topic?: string, group?: string): void {
     this.#roll(this.#now());
     if (n > 0) {
       this.#t.getFound++;
       this.#t.getTransferred += n;
       this.#t.getBytes += Math.max(0, bytes);
+      if (topic !== undefined && group !== undefined) {
+        const key = `${topic}@${group}`;
+        this.items.add(StatsName.GROUP_GET_NUMS, key, n, 1);
+        this.items.add(StatsName.GROUP_GET_SIZE, key, Math.max(0, bytes), 1);
+        this.items.add(StatsName.BROKER_GET_NUMS, "", n, 1);
+      }
     } else {
       this.#t.getMiss++;
     }
+  }
+
+  /** A CONSUMER_SEND_MSG_BACK of `group` for a message of `topic` (Java incSendBackNums). */
+  recordSendBack(topic: string, group: string): void {
+    this.items.add(StatsName.SNDBCK_PUT_NUMS, `${topic}@${group}`, 1, 1);
   }
 
   snapshot(): BrokerStatsSnapshot {
@@ -156,5 +186,120 @@ export class BrokerStats {
     const start = Math.max(end - windowS, Math.floor(this.#boot / 1000));
     if (end <= start) return 0;
     return (pick(this.#totalsAt(end)) - pick(this.#totalsAt(start))) / (end - start);
+  }
+}
+
+/** The stats names of RocketMQ's BrokerStatsManager that this broker keeps (VIEW_BROKER_STATS_DATA statsName). */
+export const StatsName = {
+  TOPIC_PUT_NUMS: "TOPIC_PUT_NUMS",
+  TOPIC_PUT_SIZE: "TOPIC_PUT_SIZE",
+  GROUP_GET_NUMS: "GROUP_GET_NUMS",
+  GROUP_GET_SIZE: "GROUP_GET_SIZE",
+  SNDBCK_PUT_NUMS: "SNDBCK_PUT_NUMS",
+  BROKER_PUT_NUMS: "BROKER_PUT_NUMS",
+  BROKER_GET_NUMS: "BROKER_GET_NUMS",
+} as const;
+export type StatsName = (typeof StatsName)[keyof typeof StatsName];
+
+/** Java StatsSnapshot as BrokerStatsItem carries it. */
+export interface StatsWindow {
+  sum: number;
+  tps: number;
+  avgpt: number;
+}
+
+/** Java BrokerStatsData: the last minute, hour and day of one item. */
+export interface StatsItemView {
+  statsMinute: StatsWindow;
+  statsHour: StatsWindow;
+  statsDay: StatsWindow;
+}
+
+interface CallSnapshot {
+  at: number;
+  times: number;
+  value: number;
+}
+
+/** [sample period ms, samples kept] per window, as Java StatsItem samples them. */
+const ITEM_WINDOWS: readonly (readonly [number, number])[] = [
+  [10_000, 7],
+  [600_000, 7],
+  [3_600_000, 25],
+];
+
+/** One counter (value and number of adds) with its three sample lists. */
+class StatsItem {
+  value = 0;
+  times = 0;
+  readonly #lists: CallSnapshot[][];
+  readonly #next: number[];
+
+  constructor(now: number) {
+    // Java seeds each list with a zero one period back, so the first minute already has a rate.
+    this.#lists = ITEM_WINDOWS.map(([period]) => [{ at: now - period, times: 0, value: 0 }]);
+    this.#next = ITEM_WINDOWS.map(() => now);
+  }
+
+  add(value: number, times: number, now: number): void {
+    this.roll(now);
+    this.value += value;
+    this.times += times;
+  }
+
+  roll(now: number): void {
+    for (let i = 0; i < ITEM_WINDOWS.length; i++) {
+      if (now < this.#next[i]!) continue;
+      const [period, keep] = ITEM_WINDOWS[i]!;
+      const list = this.#lists[i]!;
+      list.push({ at: now, times: this.times, value: this.value });
+      if (list.length > keep) list.shift();
+      this.#next[i] = now + period;
+    }
+  }
+
+  view(now: number): StatsItemView {
+    this.roll(now);
+    const cur: CallSnapshot = { at: now, times: this.times, value: this.value };
+    const w = (i: number): StatsWindow => {
+      const first = this.#lists[i]![0]!;
+      const sum = cur.value - first.value;
+      const span = cur.at - first.at;
+      const timesDiff = cur.times - first.times;
+      return { sum, tps: span > 0 ? (sum * 1000) / span : 0, avgpt: timesDiff > 0 ? sum / timesDiff : 0 };
+    };
+    return { statsMinute: w(0), statsHour: w(1), statsDay: w(2) };
+  }
+}
+
+/**
+ * The named, keyed items (Java StatsItemSet per name). Items are created on first record and
+ * live as long as the broker (Java drops idle ones after a while; topics and groups are few).
+ */
+export class KeyedStats {
+  readonly #now: () => number;
+  readonly #sets = new Map<StatsName, Map<string, StatsItem>>();
+
+  constructor(now: () => number) {
+    this.#now = now;
+  }
+
+  add(name: StatsName, key: string, value: number, times: number): void {
+    let set = this.#sets.get(name);
+    if (!set) this.#sets.set(name, (set = new Map()));
+    const now = this.#now();
+    let item = set.get(key);
+    if (!item) set.set(key, (item = new StatsItem(now)));
+    item.add(value, times, now);
+  }
+
+  /** The item's windows, or undefined when nothing was ever recorded under it. */
+  view(name: StatsName, key: string): StatsItemView | undefined {
+    return this.#sets.get(name)?.get(key)?.view(this.#now());
+  }
+
+  /** Messages per second over the last minute (Java tpsGroupGetNums and friends); 0 if unknown. */
+  minuteTps(name: StatsName, key: string): number {
+    return this.view(name, key)?.statsMinute.tps ?? 0;
   }
 }

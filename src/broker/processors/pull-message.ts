@@ -118,7 +118,7 @@ export class PullMessageProcessor implements RequestProcessor {
     // A SQL92 subscription has no tag-code filter: any arrival wakes its held pull, which then
     // re-runs the record filter (RocketMQ evaluates the arriving message's properties instead).
     const r = ctx.store.getMessage(h.topic, h.queueId, h.queueOffset, h.maxMsgNums, filter, recordFilter(sub));
-    ctx.stats.recordGet(r.status === "FOUND" ? r.messages.length : 0, r.bufferTotalBytes);
+    ctx.stats.recordGet(r.status === "FOUND" ? r.messages.length : 0, r.bufferTotalBytes, h.topic, h.consumerGroup);
     let code = STATUS_TO_CODE[r.status];
     let next = r.nextBeginOffset;
     if (r.status === "NO_MATCHED_LOGIC_QUEUE" || r.status === "NO_MESSAGE_IN_QUEUE") {

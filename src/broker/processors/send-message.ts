@@ -220,7 +220,7 @@ export class SendMessageProcessor implements RequestProcessor {
           h.producerGroup,
         );
         const result = await ctx.store.putMessages([req]);
-        if (result.appended.length > 0) ctx.stats.recordPut(1, body.length);
+        if (result.appended.length > 0) ctx.stats.recordPut(1, body.length, h.topic);
         return this.#response(cmd, result, queueId);
       }
       const wait = props[MessageConst.WAIT] !== "false";
@@ -287,7 +287,7 @@ export class SendMessageProcessor implements RequestProcessor {
   #wakePulls(reqs: PutMessageRequest[], result: PutMessageResult): void {
     let bytes = 0;
     for (let i = 0; i < result.appended.length; i++) bytes += reqs[i]!.body.length;
-    if (result.appended.length > 0) this.#ctx.stats.recordPut(result.appended.length, bytes);
+    if (result.appended.length > 0) this.#ctx.stats.recordPut(result.appended.length, bytes, reqs[0]!.topic);
     for (let i = 0; i < result.appended.length; i++) {
       const r = reqs[i]!;
       this.#ctx.hold.notifyMessageArriving(r.topic, r.queueId, result.appended[i]!.queueOffset, tagsHashCode(r.tags));
@@ -427,7 +427,10 @@ export class SendMessageProcessor implements RequestProcessor {
     void conn;
     const result = await ctx.store.putMessages([req]);
     this.#wakePulls([req], result);
-    if (result.status === "PUT_OK") return createResponse(cmd, ResponseCode.SUCCESS);
+    if (result.status === "PUT_OK") {
+      ctx.stats.recordSendBack(orig.topic, groupName);
+      return createResponse(cmd, ResponseCode.SUCCESS);
+    }
     return createResponse(cmd, ResponseCode.SYSTEM_ERROR, result.remark ?? result.status);
   }
 }
