@@ -38,6 +38,7 @@ import { AdminProcessor } from "./processors/admin.ts";
 import { ClientManageProcessor } from "./processors/client-manage.ts";
 import { ConsumerManageProcessor } from "./processors/consumer-manage.ts";
 import { PullMessageProcessor } from "./processors/pull-message.ts";
+import { ReplyMessageProcessor } from "./processors/reply-message.ts";
 import { QueryMessageProcessor } from "./processors/query-message.ts";
 import { EndTransactionProcessor } from "./processors/end-transaction.ts";
 import { SendMessageProcessor } from "./processors/send-message.ts";
@@ -327,6 +328,7 @@ export class BrokerController {
 
     const processors: [readonly number[], RequestProcessor][] = [
       [SendMessageProcessor.CODES, new SendMessageProcessor(ctx, schedule, tx)],
+      [ReplyMessageProcessor.CODES, new ReplyMessageProcessor(ctx)],
       [EndTransactionProcessor.CODES, new EndTransactionProcessor(ctx, tx)],
       [PullMessageProcessor.CODES, new PullMessageProcessor(ctx)],
       [ClientManageProcessor.CODES, new ClientManageProcessor(ctx)],

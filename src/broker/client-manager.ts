@@ -217,4 +217,13 @@ export class ProducerManager {
   channels(group: string): ClientChannel[] {
     return [...(this.#groups.get(group)?.values() ?? [])];
   }
+
+  /** The live connection of a producer client, by the client id of its heartbeat (request-reply pushes replies there). */
+  findChannel(clientId: string): ClientChannel | undefined {
+    for (const m of this.#groups.values()) {
+      const ch = m.get(clientId);
+      if (ch) return ch;
+    }
+    return undefined;
+  }
 }

@@ -56,7 +56,7 @@ export function dlqTopic(group: string): string {
 }
 
 /** The send header with long names, whichever form it arrived in. */
-interface SendHeader {
+export interface SendHeader {
   producerGroup: string;
   topic: string;
   defaultTopic: string;
@@ -93,7 +93,7 @@ const V1_TO_V2 = {
  * Reads the send header by long name. The hot path: no copy of extFields into a long-name map,
  * each field is looked up under its one-letter name (V2) and, failing that, its long name.
  */
-function parseSendHeader(cmd: RemotingCommand): SendHeader {
+export function parseSendHeader(cmd: RemotingCommand): SendHeader {
   const ext: ExtFields = cmd.extFields ?? {};
   const v2 = cmd.code !== RequestCode.SEND_MESSAGE;
   const raw = (long: keyof typeof V1_TO_V2): string | undefined => (v2 ? (ext[V1_TO_V2[long]] ?? ext[long]) : ext[long]);
