@@ -197,6 +197,22 @@ export function runtimeInfo(ctx: BrokerContext, stats: BrokerStats): Record<stri
     consumeQueueDiskRatio: String(ratio),
     commitLogMinOffset: String(store.minPhyOffset),
     commitLogMaxOffset: String(store.maxPhyOffset),
+    // Keys Java's runtime info adds that mqadmin brokerStatus, rocketmq-exporter and the dashboard
+    // read. Requests are handled inline (no executor queues, no transient store pool), so the
+    // queue sizes are 0 and the capacities Java's defaults; put latencies are not sampled.
+    sendThreadPoolQueueCapacity: "10000",
+    pullThreadPoolQueueCapacity: "100000",
+    queryThreadPoolQueueCapacity: "20000",
+    EndTransactionQueueSize: "0",
+    EndTransactionThreadPoolQueueCapacity: "100000",
+    dispatchMaxBuffer: "0",
+    putMessageEntireTimeMax: "0",
+    getMessageEntireTimeMax: "0",
+    putMessageFailedTimes: "0",
+    putMessageDistributeTime: "null",
+    putLatency99: "0.00",
+    putLatency999: "0.00",
+    remainTransientStoreBufferNumbs: String(2 ** 31 - 1),
   };
   // Java ScheduleMessageService.buildRunningStats: "<delivered offset>,<max offset>" per level.
   for (const [level, offset] of Object.entries(ctx.delayOffsets.table().offsetTable)) {

@@ -35,6 +35,7 @@ import { BrokerStats } from "./stats.ts";
 import { NamesrvRegistration } from "./namesrv-registration.ts";
 import { SlaveSynchronize } from "./slave-sync.ts";
 import { AdminProcessor } from "./processors/admin.ts";
+import { BrokerToClientProcessor } from "./processors/broker-to-client.ts";
 import { ClientManageProcessor } from "./processors/client-manage.ts";
 import { ConsumerManageProcessor } from "./processors/consumer-manage.ts";
 import { PullMessageProcessor } from "./processors/pull-message.ts";
@@ -336,6 +337,7 @@ export class BrokerController {
       [TopicAdminProcessor.CODES, new TopicAdminProcessor(ctx)],
       [QueryMessageProcessor.CODES, new QueryMessageProcessor(ctx)],
       [AdminProcessor.CODES, new AdminProcessor(ctx, ctx.stats, undefined, o.configAccess)],
+      [BrokerToClientProcessor.CODES, new BrokerToClientProcessor(ctx)],
     ];
     for (const [codes, p] of processors) {
       this.#server.registerAll(codes, p);

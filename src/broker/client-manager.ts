@@ -226,4 +226,9 @@ export class ProducerManager {
     }
     return undefined;
   }
+
+  /** Every producer group with a live client (GET_ALL_PRODUCER_INFO). */
+  groupNames(): string[] {
+    return [...this.#groups.keys()];
+  }
 }

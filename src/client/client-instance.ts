@@ -21,6 +21,7 @@ import {
   type RemotingCommand,
   type RemotingConnection,
 } from "../remoting/index.ts";
+import { answerBrokerRequest, isConsumerAdminRequest, type ConsumerAdminHooks } from "./broker-requests.ts";
 import { MQBrokerError, MQClientError, MQTimeoutError } from "./errors.ts";
 import { MASTER_ID, parseRoute, type TopicRouteData } from "./route.ts";
 
@@ -59,6 +60,8 @@ export interface ConsumerHooks {
   onConsumerIdsChanged(): void;
   /** Topics whose routes this consumer needs. */
   topics(): string[];
+  /** Answers the broker's RESET_CONSUMER_CLIENT_OFFSET, GET_CONSUMER_STATUS_FROM_CLIENT, GET_CONSUMER_RUNNING_INFO, CONSUME_MESSAGE_DIRECTLY. */
+  admin?: ConsumerAdminHooks;
 }
 
 let instanceCounter = 0;
@@ -279,21 +282,12 @@ export class ClientInstance {
       c?.onConsumerIdsChanged();
       return;
     }
-    if (cmd.code === RequestCode.GET_CONSUMER_RUNNING_INFO) {
-      const group = cmd.extFields?.consumerGroup;
-      const c = group ? this.#consumers.get(group) : undefined;
-      const body = c
-        ? jsonBytes({
-            properties: { PROP_CLIENT_VERSION: "rocketbun" },
-            subscriptionSet: c.heartbeatData().subscriptionDataSet,
-            mqTable: {},
-            statusTable: {},
-          })
-        : undefined;
-      conn.reply(
-        cmd,
-        createResponse(cmd, c ? ResponseCode.SUCCESS : ResponseCode.SYSTEM_ERROR, c ? undefined : `no consumer ${group}`, undefined, body),
-      );
+    if (isConsumerAdminRequest(cmd.code)) {
+      const props = () => ({ PROP_NAMESERVER_ADDR: this.#namesrvs.join(";"), PROP_CLIENT_VERSION: "V4_9_8" });
+      answerBrokerRequest(conn, cmd, (group) => this.#consumers.get(group)?.admin, props).catch((e: unknown) => {
+        this.log.warn(`answering ${cmd.code} from ${conn.remoteAddress} failed: ${errText(e)}`);
+        conn.reply(cmd, createResponse(cmd, ResponseCode.SYSTEM_ERROR, errText(e)));
+      });
       return;
     }
     conn.reply(cmd, createResponse(cmd, ResponseCode.REQUEST_CODE_NOT_SUPPORTED, `client does not serve request ${cmd.code}`));

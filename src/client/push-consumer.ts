@@ -29,6 +29,7 @@ import {
   type Subscription,
   type SubscriptionExpression,
 } from "./consumer-core.ts";
+import type { ConsumerAdminHooks, ConsumerRunningInfo, DirectConsumeResult, ProcessQueueInfo } from "./broker-requests.ts";
 import { MQClientError } from "./errors.ts";
 import type { MessageExt } from "./message.ts";
 import { MASTER_ID, mqKey, type MessageQueue } from "./route.ts";
@@ -102,6 +103,7 @@ export class PushConsumer {
   #rebalanceAgain = false;
   #permits: number;
   readonly #waiters: (() => void)[] = [];
+  #startedAt = 0;
 
   constructor(o: PushConsumerOptions) {
     if (!o.group) throw new MQClientError("consumer group is required (option `group`)");
@@ -170,7 +172,9 @@ export class PushConsumer {
         ),
       onConsumerIdsChanged: () => this.#triggerRebalance(),
       topics: () => [...this.#subs.keys()],
+      admin: this.#adminHooks(),
     });
+    this.#startedAt = Date.now();
     this.#running = true;
     this.#client.start();
     await this.#client.refreshRoutes();
@@ -339,6 +343,106 @@ export class PushConsumer {
     } else {
       for (const m of msgs) this.#consumeConcurrently(pq, m);
     }
+  }
+
+  // ------------------------------------------------------ broker-initiated requests
+
+  /** What the client instance calls for RESET_CONSUMER_CLIENT_OFFSET, GET_CONSUMER_STATUS_FROM_CLIENT, … (broker-requests.ts). */
+  #adminHooks(): ConsumerAdminHooks {
+    return {
+      resetOffsets: (offsets) => void this.#resetOffsets(offsets),
+      offsetsOf: (topic) => {
+        const out: [MessageQueue, number][] = [];
+        for (const k of this.#queuesByTopic.get(topic) ?? []) {
+          const pq = this.#queues.get(k);
+          if (pq) out.push([pq.mq, this.#offsets.current(pq.mq)]);
+        }
+        return out;
+      },
+      runningInfo: () => this.#runningInfo(),
+      consumeDirectly: async (msg) => {
+        const h = this.#handlerFor(msg);
+        if (!h) return { result: "CR_RETURN_NULL", remark: `no handler for topic ${msg.topic}` };
+        try {
+          const r = await h(msg);
+          return { result: (r === "retry" ? "CR_LATER" : "CR_SUCCESS") satisfies DirectConsumeResult };
+        } catch (e) {
+          return { result: "CR_THROW_EXCEPTION", remark: errText(e) };
+        }
+      },
+    };
+  }
+
+  /**
+   * Java's MQClientInstance.resetOffset: the queues named stop (their pulls and in-flight
+   * messages no longer move offsets), the new offsets are stored on the broker, and the next
+   * rebalance takes the queues again from there.
+   */
+  async #resetOffsets(offsets: [MessageQueue, number][]): Promise<void> {
+    const mine = offsets.filter(([mq]) => this.#subs.has(mq.topic));
+    if (!this.#running || mine.length === 0) return;
+    for (const [mq] of mine) {
+      const k = mqKey(mq);
+      const pq = this.#queues.get(k);
+      if (!pq) continue;
+      pq.dropped = true;
+      this.#queues.delete(k);
+      this.#queuesByTopic.get(mq.topic)?.delete(k);
+    }
+    for (const [mq, offset] of mine) this.#offsets.update(mq, offset, false);
+    if (this.#model === "clustering") {
+      await this.#offsets.persist(mine.map(([mq]) => mq));
+      for (const [mq] of mine) this.#offsets.remove(mq);
+    }
+    this.#client.log.info(`offsets of ${this.#o.group} reset by the broker: ${mine.map(([mq, o]) => `${mqKey(mq)}=${o}`).join(", ")}`);
+    this.#triggerRebalance();
+  }
+
+  #runningInfo(): ConsumerRunningInfo {
+    const now = Date.now();
+    const mqTable: [MessageQueue, ProcessQueueInfo][] = [...this.#queues.values()].map((pq) => {
+      const cached = [...pq.inFlight.keys()];
+      return [
+        pq.mq,
+        {
+          cachedMsgCount: pq.inFlight.size,
+          cachedMsgMaxOffset: cached.length > 0 ? Math.max(...cached) : 0,
+          cachedMsgMinOffset: cached.length > 0 ? Math.min(...cached) : 0,
+          cachedMsgSizeInMiB: Math.floor(pq.bytes / (1024 * 1024)),
+          commitOffset: this.#offsets.current(pq.mq),
+          droped: pq.dropped,
+          lastConsumeTimestamp: 0,
+          lastLockTimestamp: 0,
+          lastPullTimestamp: 0,
+          locked: pq.lockedUntil > now,
+          transactionMsgCount: 0,
+          transactionMsgMaxOffset: 0,
+          transactionMsgMinOffset: 0,
+          tryUnlockTimes: 0,
+        },
+      ];
+    });
+    const subs = [...this.#subs.values()].map((s) => s.sub);
+    const hb = heartbeatConsumerData(this.#o.group, subs, this.#model, this.#fromWhere, "CONSUME_PASSIVELY");
+    // Rates are not sampled by this client: the status rows are there, with zeros.
+    const statusTable: ConsumerRunningInfo["statusTable"] = {};
+    for (const topic of this.#subs.keys()) {
+      statusTable[topic] = { consumeFailedMsgs: 0, consumeFailedTPS: 0, consumeOKTPS: 0, consumeRT: 0, pullRT: 0, pullTPS: 0 };
+    }
+    return {
+      properties: {
+        PROP_CONSUME_TYPE: "CONSUME_PASSIVELY",
+        PROP_CONSUMEORDERLY: String(this.#o.orderly === true),
+        PROP_THREADPOOL_CORE_SIZE: String(this.#o.orderly ? 1 : (this.#o.consumeThreads ?? 16)),
+        PROP_CONSUMER_START_TIMESTAMP: String(this.#startedAt),
+        consumerGroup: this.#o.group,
+        messageModel: hb.messageModel,
+        consumeFromWhere: hb.consumeFromWhere,
+      },
+      subscriptionSet: hb.subscriptionDataSet,
+      mqTable,
+      statusTable,
+    };
   }
 
   #handlerFor(msg: MessageExt): MessageHandler | undefined {

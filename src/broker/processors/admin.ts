@@ -14,11 +14,19 @@
  *   GET_BROKER_CONFIG (26)                      → body "key=value\n" lines, extFields version = DataVersion JSON
  *   UPDATE_BROKER_CONFIG (25)                   body "key=value\n" lines → SUCCESS, or NO_PERMISSION for a
  *                                               key that needs a restart, SYSTEM_ERROR for an unknown key or bad value
+ *   QUERY_TOPIC_CONSUME_BY_WHO (300)            topic → GroupList {"groupList":[..]}: online subscribers ∪ groups with offsets
+ *   CLEAN_EXPIRED_CONSUMEQUEUE (306)            → SUCCESS; drops the ConsumeQueues of topics whose every queue points
+ *                                               only below the CommitLog's minimum offset (not SCHEDULE_TOPIC_XXXX)
+ *   VIEW_BROKER_STATS_DATA (315)                statsName, statsKey → BrokerStatsData {"statsDay","statsHour","statsMinute"}
+ *                                               each {avgpt,sum,tps} | SYSTEM_ERROR "The stats <n> <k> not exist"
+ *   GET_ALL_PRODUCER_INFO (328)                 → ProducerTableInfo {"data":{group:[{clientId,language,lastUpdateTimestamp,remoteIP,version}]}}
+ *   GET_TOPIC_CONFIG (351, 5.x)                 topic → TopicConfig JSON | TOPIC_NOT_EXIST "No topic in this broker. topic: t"
+ *   GET_SUBSCRIPTIONGROUP_CONFIG (352, 5.x)     group → SubscriptionGroupConfig JSON | SUBSCRIPTION_GROUP_NOT_EXIST "No group in this broker"
  *
  * A slave refuses the two subscription-group writes: its groups follow its master.
  */
 import { jsonBytes, parseJsonBytes } from "../../common/json.ts";
-import { subscriptionGroupFromJson } from "../../commitlog/index.ts";
+import { SCHEDULE_TOPIC, subscriptionGroupFromJson } from "../../commitlog/index.ts";
 import {
   answerConfigUpdate,
   createResponse,
@@ -44,7 +52,7 @@ import {
 import type { BrokerConfigAccess } from "../broker.ts";
 import type { BrokerContext } from "../context.ts";
 import { RebalanceLockManager, type MessageQueue } from "../rebalance-lock.ts";
-import { BrokerStats } from "../stats.ts";
+import { BrokerStats, StatsName } from "../stats.ts";
 
 const SLAVE_REFUSAL = "Can't modify topic or subscription group from slave broker, please execute it from master broker.";
 
@@ -120,6 +128,12 @@ export class AdminProcessor implements RequestProcessor {
     RequestCode.GET_CONSUME_STATS,
     RequestCode.GET_BROKER_CONFIG,
     RequestCode.UPDATE_BROKER_CONFIG,
+    RequestCode.QUERY_TOPIC_CONSUME_BY_WHO,
+    RequestCode.CLEAN_EXPIRED_CONSUMEQUEUE,
+    RequestCode.VIEW_BROKER_STATS_DATA,
+    RequestCode.GET_ALL_PRODUCER_INFO,
+    RequestCode.GET_TOPIC_CONFIG,
+    RequestCode.GET_SUBSCRIPTIONGROUP_CONFIG,
   ];
 
   process(conn: RemotingConnection, cmd: RemotingCommand): RemotingCommand | Promise<RemotingCommand> {
@@ -167,12 +181,82 @@ export class AdminProcessor implements RequestProcessor {
         if (!tc) return createResponse(cmd, ResponseCode.TOPIC_NOT_EXIST, `topic[${topic}] not exist`);
         return ok(encoder.encode(topicStatsBody(topicStats(ctx, tc))));
       }
+      case RequestCode.QUERY_TOPIC_CONSUME_BY_WHO: {
+        const topic = reqString(ext, "topic");
+        const groups = new Set([...ctx.consumers.groupsOfTopic(topic), ...ctx.consumerOffsets.groupsOf(topic)]);
+        return ok(jsonBytes({ groupList: [...groups] }));
+      }
+      case RequestCode.CLEAN_EXPIRED_CONSUMEQUEUE:
+        this.#cleanExpiredConsumeQueues(conn);
+        return ok();
+      case RequestCode.VIEW_BROKER_STATS_DATA:
+        return this.#viewStats(cmd);
+      case RequestCode.GET_ALL_PRODUCER_INFO: {
+        const data: Record<string, unknown[]> = {};
+        for (const g of ctx.producers.groupNames()) {
+          data[g] = ctx.producers.channels(g).map((ch) => ({
+            clientId: ch.clientId,
+            language: ch.language,
+            lastUpdateTimestamp: ch.lastUpdateTimestamp,
+            remoteIP: `/${ch.conn.remoteAddress}`,
+            version: ch.version,
+          }));
+        }
+        return ok(jsonBytes({ data }));
+      }
+      case RequestCode.GET_TOPIC_CONFIG: {
+        const topic = reqString(ext, "topic");
+        const tc = ctx.topics.get(topic);
+        if (!tc) return createResponse(cmd, ResponseCode.TOPIC_NOT_EXIST, `No topic in this broker. topic: ${topic}`);
+        const { order, perm, readQueueNums, topicFilterType, topicName, topicSysFlag, writeQueueNums } = tc;
+        return ok(jsonBytes({ attributes: {}, order, perm, readQueueNums, topicFilterType, topicName, topicSysFlag, writeQueueNums }));
+      }
+      case RequestCode.GET_SUBSCRIPTIONGROUP_CONFIG: {
+        const g = ctx.groups.get(reqString(ext, "group"));
+        if (!g) return createResponse(cmd, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, "No group in this broker");
+        return ok(jsonBytes(g));
+      }
       default: {
         const group = reqString(ext, "consumerGroup");
-        // consumeTps needs per-group pull counters, which the broker does not keep (yet): 0.
-        return ok(encoder.encode(consumeStatsBody(consumeStats(ctx, group, optString(ext, "topic")), 0)));
+        const entries = consumeStats(ctx, group, optString(ext, "topic"));
+        // Java sums each topic's GROUP_GET_NUMS rate over the last minute.
+        let tps = 0;
+        for (const topic of new Set(entries.map(([mq]) => mq.topic))) tps += this.#stats.items.minuteTps(StatsName.GROUP_GET_NUMS, `${topic}@${group}`);
+        return ok(encoder.encode(consumeStatsBody(entries, tps)));
       }
     }
+  }
+
+  #viewStats(cmd: RemotingCommand): RemotingCommand {
+    const name = reqString(cmd.extFields, "statsName");
+    const key = reqString(cmd.extFields, "statsKey");
+    const known = (Object.values(StatsName) as string[]).includes(name) ? (name as StatsName) : undefined;
+    // The broker-wide items are keyed by the cluster name, as in Java's BrokerStatsManager.
+    const broker = known === StatsName.BROKER_PUT_NUMS || known === StatsName.BROKER_GET_NUMS;
+    const view = known === undefined || (broker && key !== this.#ctx.settings.clusterName) ? undefined : this.#stats.items.view(known, broker ? "" : key);
+    if (!view) return createResponse(cmd, ResponseCode.SYSTEM_ERROR, `The stats <${name}> <${key}> not exist`);
+    const body = jsonBytes({ statsDay: view.statsDay, statsHour: view.statsHour, statsMinute: view.statsMinute });
+    return createResponse(cmd, ResponseCode.SUCCESS, undefined, undefined, body);
+  }
+
+  /** Java DefaultMessageStore.cleanExpiredConsumerQueue, per topic: a queue still empty is kept. */
+  #cleanExpiredConsumeQueues(conn: RemotingConnection): void {
+    const store = this.#ctx.store;
+    const min = store.minPhyOffset;
+    const expired: string[] = [];
+    for (const [topic, queueIds] of store.queues()) {
+      if (topic === SCHEDULE_TOPIC || queueIds.length === 0) continue;
+      const allBelow = queueIds.every((q) => {
+        const max = store.getMaxOffsetInQueue(topic, q);
+        if (max <= 0) return false;
+        const last = store.getCommitLogOffsetInQueue(topic, q, max - 1);
+        return last >= 0 && last < min;
+      });
+      if (allBelow) expired.push(topic);
+    }
+    if (expired.length > 0) store.deleteTopics(expired);
+    const dropped = expired.length > 0 ? `: ${expired.join(", ")}` : "";
+    this.#ctx.log.info(`CLEAN_EXPIRED_CONSUMEQUEUE from ${conn.remoteAddress}: ${expired.length} topic(s) dropped${dropped}`);
   }
 
   async #updateConfig(conn: RemotingConnection, cmd: RemotingCommand): Promise<RemotingCommand> {
