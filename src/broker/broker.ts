@@ -343,7 +343,7 @@ export class BrokerController {
       this.#server.registerAll(codes, p);
       // The VIP channel serves everything but pulls (RocketMQ's fastRemotingServer).
       this.#vipServer.registerAll(
-        codes.filter((c) => c !== RequestCode.PULL_MESSAGE),
+        codes.filter((c) => c !== RequestCode.PULL_MESSAGE && c !== RequestCode.LITE_PULL_MESSAGE),
         p,
       );
     }

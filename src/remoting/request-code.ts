@@ -75,6 +75,8 @@ export const RequestCode = {
   GET_ALL_PRODUCER_INFO: 328,
   GET_TOPIC_CONFIG: 351,
   GET_SUBSCRIPTIONGROUP_CONFIG: 352,
+  /** 5.x: a pull from DefaultLitePullConsumer (PULL_MESSAGE with the LITE_PULL sys flag), answered as PULL_MESSAGE. */
+  LITE_PULL_MESSAGE: 361,
 } as const;
 
 export type RequestCodeName = keyof typeof RequestCode;

@@ -1,5 +1,7 @@
 /**
- * PullMessageProcessor: PULL_MESSAGE (wire reference §3.5). Checks the group and topic, picks
+ * PullMessageProcessor: PULL_MESSAGE (wire reference §3.5), and LITE_PULL_MESSAGE, which the 5.x
+ * client's DefaultLitePullConsumer sends with the same header and the LITE_PULL sys flag and which
+ * the 5.x broker answers with the same processor. Checks the group and topic, picks
  * the subscription (from the request when the SUBSCRIPTION flag is set, else from the group's
  * heartbeat), reads stored records from the MessageStore, and maps the store's status to the
  * response code and nextBeginOffset exactly as RocketMQ does. A pull that finds nothing and may
@@ -64,7 +66,7 @@ export class PullMessageProcessor implements RequestProcessor {
     this.#ctx = ctx;
   }
 
-  static readonly CODES = [RequestCode.PULL_MESSAGE];
+  static readonly CODES = [RequestCode.PULL_MESSAGE, RequestCode.LITE_PULL_MESSAGE];
 
   process(conn: RemotingConnection, cmd: RemotingCommand): RemotingCommand | null {
     const ext = cmd.extFields;

@@ -313,6 +313,10 @@ final class ConsumeScenarios {
         String topic = ctx.topic("t");
         ctx.createTopic(topic, 4);
         String group = ctx.group("c");
+        // A consumer looks up its group's retry topic when it starts and then every 30 s; the
+        // broker creates that topic at the group's first heartbeat, just after the first look-up
+        // (on either broker). Create it first, as a group that has run before would have it.
+        ctx.createTopic("%RETRY%" + group, 1);
         DefaultMQPushConsumer c = ctx.pushConsumer(group);
         c.setMaxReconsumeTimes(2);
         c.subscribe(topic, "*");
