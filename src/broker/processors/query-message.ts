@@ -4,7 +4,8 @@
  * §3.12; Java `QueryMessageProcessor`. Both answer with stored records as they are on disk.
  *
  *   QUERY_MESSAGE      topic, key, maxNum, beginTimestamp, endTimestamp [, _UNIQUE_KEY_QUERY]
- *                      → SUCCESS, body = the records back to back, newest first
+ *                      → SUCCESS, body = the records back to back in CommitLog order (Java sorts the
+ *                        physical offsets it selected, newest maxNum, ascending; mqadmin prints them so)
  *                        or QUERY_NOT_FOUND; both with extFields indexLastUpdateTimestamp,
  *                        indexLastUpdatePhyoffset
  *   VIEW_MESSAGE_BY_ID offset → SUCCESS, body = the one record
@@ -70,6 +71,7 @@ export class QueryMessageProcessor implements RequestProcessor {
       records.push(m);
       size += m.length;
     }
+    records.sort((x, y) => physicalOffsetOf(x) - physicalOffsetOf(y));
     if (records.length === 0) {
       return createResponse(cmd, ResponseCode.QUERY_NOT_FOUND, "can not find message, maybe time range not correct", header);
     }
@@ -93,4 +95,9 @@ export class QueryMessageProcessor implements RequestProcessor {
     }
     return createResponse(cmd, ResponseCode.SUCCESS, undefined, undefined, bytes.slice());
   }
+}
+
+/** PHYSICALOFFSET of a stored record (bytes 28..35 of the layout in common/message-record.ts). */
+function physicalOffsetOf(record: Uint8Array): number {
+  return Number(new DataView(record.buffer, record.byteOffset, record.byteLength).getBigInt64(28));
 }
