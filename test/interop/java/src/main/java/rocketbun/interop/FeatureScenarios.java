@@ -113,15 +113,17 @@ final class FeatureScenarios {
         Thread.sleep(1200);
         long t0 = System.currentTimeMillis();
         Message answer = null;
+        String lastError = "";
         // The responder's first pull may not have started yet: retry a request that times out.
         for (int i = 0; i < 5 && answer == null; i++) {
             try {
                 answer = requester.request(msg(topic, "TagA", "k-q1", "q1"), 4000);
             } catch (Exception e) {
-                ctx.progress("request " + i + ": " + e);
+                lastError = e.toString();
+                Thread.sleep(500);
             }
         }
-        check(answer != null, "no reply to a sync request; replier errors " + replyErrors);
+        check(answer != null, "no reply to a sync request (last error: " + lastError + "); replier errors " + replyErrors);
         check(new String(answer.getBody(), StandardCharsets.UTF_8).equals("re:q1"), "reply body " + new String(answer.getBody(), StandardCharsets.UTF_8));
         long syncMs = System.currentTimeMillis() - t0;
         CountDownLatch done = new CountDownLatch(1);
