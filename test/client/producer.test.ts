@@ -5,11 +5,15 @@
  * Arrival is checked with raw pulls (records decoded with decodeRecordAt, so the stored bytes —
  * sysFlag, properties — are seen as the broker keeps them) or with a PullConsumer.
  */
-import { expect, test } from "bun:test";
+import { expect } from "bun:test";
+import { compatTest } from "../harness/compat.ts";
 import { deflateSync, inflateSync } from "node:zlib";
 import { MQBrokerError, MQClientError, Producer, type MessageExt, type MessageQueue, type SendResult } from "rocketbun/client";
 import { parseProperties, SysFlag } from "../../src/common/message-record.ts";
 import { Env, text, uniq, until } from "./support.ts";
+
+/** Each test is a row of docs/COMPATIBILITY.md (rocketbun-client against RocketBun). */
+const test = compatTest("rocketbun-client", "rocketbun");
 
 const SEND_STATUSES = ["SEND_OK", "FLUSH_DISK_TIMEOUT", "FLUSH_SLAVE_TIMEOUT", "SLAVE_NOT_AVAILABLE"];
 

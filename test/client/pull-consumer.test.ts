@@ -4,9 +4,13 @@
  * restarted consumer of the group resumes there; assign() takes exactly the given queues;
  * seek() moves a queue's next read; subscribe() shares the queues among the group's members.
  */
-import { expect, test } from "bun:test";
+import { expect } from "bun:test";
+import { compatTest } from "../harness/compat.ts";
 import { MQClientError, PullConsumer, type MessageExt, type MessageQueue } from "rocketbun/client";
 import { dupes, Env, text, uniq, until } from "./support.ts";
+
+/** Each test is a row of docs/COMPATIBILITY.md (rocketbun-client against RocketBun). */
+const test = compatTest("rocketbun-client", "rocketbun");
 
 /** Polls until `n` messages came (or fails at the deadline). */
 async function pollN(c: PullConsumer, n: number, timeoutMs = 10_000): Promise<MessageExt[]> {

@@ -7,10 +7,14 @@
  * Consumers here rebalance every second (Env.push sets rebalanceIntervalMs) and most commit every
  * few hundred ms; the broker also tells members when the group changes (NOTIFY_CONSUMER_IDS_CHANGED).
  */
-import { expect, test } from "bun:test";
+import { expect } from "bun:test";
+import { compatTest } from "../harness/compat.ts";
 import { MQClientError, PushConsumer, type MessageExt, type MessageQueue } from "rocketbun/client";
 import { parseProperties } from "../../src/common/message-record.ts";
 import { dupes, Env, text, tempDirScope, uniq, until } from "./support.ts";
+
+/** Each test is a row of docs/COMPATIBILITY.md (rocketbun-client against RocketBun). */
+const test = compatTest("rocketbun-client", "rocketbun");
 
 interface Delivery {
   who: string;

@@ -3,9 +3,13 @@
  * binary with broker.enablePropertyFilter, the client library's `{ sql }` subscriptions (push and
  * pull), and the broker's refusal when the filter is off or the expression is invalid.
  */
-import { expect, test } from "bun:test";
+import { expect } from "bun:test";
+import { compatTest } from "../harness/compat.ts";
 import { MQBrokerError } from "rocketbun/client";
 import { Env, text, uniq, until } from "./support.ts";
+
+/** Each test is a row of docs/COMPATIBILITY.md (rocketbun-client against RocketBun). */
+const test = compatTest("rocketbun-client", "rocketbun");
 
 const SELECTOR = "i >= 10 AND i < 20 AND TAGS IN ('A', 'B') AND region <> 'eu'";
 const wanted = (i: number) => i >= 10 && i < 20 && i % 3 !== 2 && i % 5 !== 0;

@@ -3,6 +3,7 @@
  * suite as it runs to test/artifacts/compat/<client>.jsonl. `scripts/compat-matrix.ts` turns the
  * rows of the last run into docs/COMPATIBILITY.md (npm test runs it after the suites).
  */
+import { test } from "bun:test";
 import { appendFileSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { ROOT } from "./binary.ts";
@@ -25,4 +26,26 @@ export interface CompatRow {
 export function recordCompat(row: CompatRow): void {
   mkdirSync(COMPAT_DIR, { recursive: true });
   appendFileSync(join(COMPAT_DIR, `${row.client}.jsonl`), `${JSON.stringify({ ...row, at: new Date().toISOString() })}\n`);
+}
+
+/**
+ * `test` for a suite whose every test is a compatibility scenario of one client against one
+ * broker: records the outcome as a row (the test's title is the scenario) and rethrows failures.
+ */
+export function compatTest(client: CompatClient, broker: BrokerKind) {
+  return (name: string, fn: () => unknown, timeoutMs?: number): void => {
+    test(
+      name,
+      async () => {
+        try {
+          await fn();
+        } catch (e) {
+          recordCompat({ scenario: name, client, broker, ok: false, detail: String(e).slice(0, 400) });
+          throw e;
+        }
+        recordCompat({ scenario: name, client, broker, ok: true });
+      },
+      timeoutMs,
+    );
+  };
 }

@@ -17,6 +17,7 @@ import {
   RequestCode,
   ResponseCode,
   type RemotingCommand,
+  type ExtFields,
 } from "../../src/remoting/index.ts";
 import { ROOT, startRocketbun, waitFor } from "../harness/binary.ts";
 
@@ -24,7 +25,7 @@ const REPLY_TOPIC = "DefaultCluster_REPLY_TOPIC";
 const enc = new TextEncoder();
 
 function reply(code: number, props: Record<string, string>, body: string): RemotingCommand {
-  const header =
+  const header: ExtFields =
     code === RequestCode.SEND_REPLY_MESSAGE_V2
       ? {
           a: "replyPG",

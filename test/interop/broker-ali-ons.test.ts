@@ -10,10 +10,14 @@
  * CONSUMER_SEND_MSG_BACK (delayLevel 0 → level 3 + reconsumeTimes), bodies ≥ 4096 bytes are
  * zlib-compressed by the producer.
  */
-import { expect, test } from "bun:test";
+import { expect } from "bun:test";
+import { compatTest } from "../harness/compat.ts";
 import { randomBytes } from "node:crypto";
 import { TransactionProducer } from "rocketbun/client";
 import { assignedQueues, Cluster, Message, until, type OnsConsumer, type OnsMessage } from "./ali-ons-cluster.ts";
+
+/** Each test is a row of docs/COMPATIBILITY.md (ali-ons against RocketBun). */
+const test = compatTest("ali-ons", "rocketbun");
 
 const TAGS = ["TagA", "TagB", "TagC"] as const;
 const DELAY_LEVEL_MS = [1000, 5000, 10_000, 30_000];

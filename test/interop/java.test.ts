@@ -82,7 +82,7 @@ class RunnerProcess {
     this.#home = tempDir("java-interop-");
     mkdirSync(join(this.#home, "logs"));
     for (const s of RUN) this.#waiting.set(s, Promise.withResolvers<Outcome>());
-    this.#proc = Bun.spawn(
+    const proc = Bun.spawn(
       [
         "java",
         ...JVM_FLAGS,
@@ -103,10 +103,11 @@ class RunnerProcess {
       ],
       { cwd: this.#home, stdin: "ignore", stdout: "pipe", stderr: "pipe" },
     );
+    this.#proc = proc;
     void this.#read();
     void (async () => {
       const dec = new TextDecoder();
-      for await (const chunk of this.#proc.stderr) this.#stderr = (this.#stderr + dec.decode(chunk)).slice(-20_000);
+      for await (const chunk of proc.stderr) this.#stderr = (this.#stderr + dec.decode(chunk)).slice(-20_000);
     })();
   }
 

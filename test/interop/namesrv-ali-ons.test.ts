@@ -3,12 +3,16 @@
  * name server. It parses route bodies with JSON2, sorts queueDatas/brokerDatas, and turns
  * TOPIC_NOT_EXIST into an MQClientException — the exact path its producers and consumers take.
  */
-import { afterEach, expect, test } from "bun:test";
+import { afterEach, expect } from "bun:test";
+import { compatTest } from "../harness/compat.ts";
 // @ts-expect-error ali-ons ships no type declarations
 import MQClientAPI from "ali-ons/lib/mq_client_api.js";
 import type { TopicConfig, TopicRouteData } from "../../src/namesrv/index.ts";
 import { startRocketbun, type RunningBinary } from "../harness/binary.ts";
 import { newClient, registerBrokerRequest } from "../harness/wire.ts";
+
+/** Each test is a row of docs/COMPATIBILITY.md (ali-ons against RocketBun). */
+const test = compatTest("ali-ons", "rocketbun");
 
 interface AliOnsApi {
   ready(): Promise<void>;
