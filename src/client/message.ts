@@ -1,10 +1,9 @@
 /**
  * Messages as the client library's users see them, and their conversion to and from the wire:
- * the property string of a send, the client unique id (UNIQ_KEY), zlib compression of large
- * bodies, and decoding of the stored records a pull returns.
+ * the property string of a send, the client unique id (UNIQ_KEY), and decoding of the stored
+ * records a pull returns (compressed bodies through compression.ts: zlib, LZ4, ZSTD).
  */
 import { networkInterfaces } from "node:os";
-import { inflateSync } from "node:zlib";
 import {
   createOffsetMsgId,
   decodeRecordAt,
@@ -14,6 +13,7 @@ import {
   PROPERTY_SEPARATOR,
   SysFlag,
 } from "../common/message-record.ts";
+import { decompressBody } from "./compression.ts";
 
 export interface Message {
   topic: string;
@@ -48,6 +48,12 @@ export interface MessageExt {
   flag: number;
   /** Transactional messages (TRAN_MSG=true): the producer's transaction id (its UNIQ_KEY). */
   transactionId?: string;
+  /**
+   * Set when the body is marked compressed but does not decompress (an unknown codec in sysFlag
+   * bits 8-10, or bad bytes): `body` is then the bytes as stored. The message is still delivered,
+   * so one bad producer cannot stall a queue; the listener decides what to do with it.
+   */
+  bodyError?: string;
 }
 
 const encoder = new TextEncoder();
@@ -131,12 +137,11 @@ export function decodeMessages(body: Uint8Array, brokerName: string): MessageExt
     pos += r.totalSize;
     const props = parseProperties(r.properties);
     let payload = r.body;
+    let bodyError: string | undefined;
     if ((r.sysFlag & SysFlag.COMPRESSED) !== 0) {
-      try {
-        payload = new Uint8Array(inflateSync(payload));
-      } catch {
-        // Not zlib after all (or another codec): hand over the bytes as stored.
-      }
+      const inflated = decompressBody(payload, r.sysFlag);
+      if (inflated instanceof Uint8Array) payload = inflated;
+      else bodyError = inflated.invalid;
     }
     // Otherwise the body stays a view: the response frame is already a private copy (the frame
     // decoder cuts each frame out of the socket's buffer), so copying again would only cost time.
@@ -158,8 +163,9 @@ export function decodeMessages(body: Uint8Array, brokerName: string): MessageExt
       storeTimestamp: r.storeTimestamp,
       reconsumeTimes: r.reconsumeTimes,
       flag: r.flag,
-      // Always present (undefined when not transactional): one object shape on the pull path.
+      // Always present (undefined when not transactional / not failed): one object shape on the pull path.
       transactionId: props[MessageConst.TRAN_MSG] === "true" ? props[MessageConst.UNIQ_KEY] : undefined,
+      bodyError,
     });
   }
   return out;
