@@ -365,6 +365,10 @@ final class ConsumeScenarios {
         });
         ctx.start(c);
         DefaultMQProducer p = ctx.producer(ctx.group("p"));
+        // The 5.x push consumer's first pulls start about 1.5 s after start() (on either broker):
+        // wait until one message has gone through, so the timings below measure the delay levels.
+        p.send(msg(topic, "TagA", "k-warmup", "warmup"));
+        got.awaitBodies(Set.of("warmup"), 20_000);
         long t0 = System.currentTimeMillis();
         Message d1 = msg(topic, "TagA", "k-d1", "d1");
         d1.setDelayTimeLevel(1);
