@@ -99,7 +99,13 @@ export function render(rows: Row[]): string {
     }
     out.push("");
   }
-  out.push("## Notes", "", "¹ n/a: the scenario needs something this client or broker version does not have; the reason is below.", "");
+  out.push(
+    "## Notes",
+    "",
+    "¹ n/a: the scenario needs something this client or broker version does not have; the reason is below.",
+    "— : not run against this broker (the ali-ons and rocketbun/client suites run against RocketBun only).",
+    "",
+  );
   out.push(...(notes.length ? notes : ["No failures in the last run."]), "");
   return `${out.join("\n")}\n`;
 }
