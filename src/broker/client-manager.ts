@@ -124,6 +124,11 @@ export class ConsumerManager {
     return this.#groups.get(group);
   }
 
+  /** The group's live member connections (none for an unknown group). */
+  channels(group: string): ClientChannel[] {
+    return [...(this.#groups.get(group)?.channels.values() ?? [])];
+  }
+
   subscription(group: string, topic: string): SubscriptionData | undefined {
     return this.#groups.get(group)?.subscriptions.get(topic);
   }

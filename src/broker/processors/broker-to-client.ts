@@ -96,7 +96,7 @@ export class BrokerToClientProcessor implements RequestProcessor {
       if (target < 0) target = 0;
       table.push([mqJson(topic, ctx.settings.brokerName, q), force || target < consumed ? target : consumed]);
     }
-    const channels = [...(ctx.consumers.group(group)?.channels.values() ?? [])];
+    const channels = ctx.consumers.channels(group);
     if (channels.length === 0) {
       return createResponse(
         cmd,
@@ -128,7 +128,7 @@ export class BrokerToClientProcessor implements RequestProcessor {
     const topic = reqString(cmd.extFields, "topic");
     const group = reqString(cmd.extFields, "group");
     const only = optString(cmd.extFields, "clientAddr") ?? "";
-    const channels = [...(ctx.consumers.group(group)?.channels.values() ?? [])];
+    const channels = ctx.consumers.channels(group);
     if (channels.length === 0) return createResponse(cmd, ResponseCode.SYSTEM_ERROR, `No Any Consumer online in the consumer group: [${group}]`);
     const asked = channels.filter((ch) => only === "" || ch.clientId === only);
     const parts = await Promise.all(

@@ -11,7 +11,7 @@
  *   VIEW_MESSAGE_BY_ID offset → SUCCESS, body = the one record
  *                        or SYSTEM_ERROR "can not find message by the offset, <n>"
  */
-import { decodeRecordAt } from "../../commitlog/index.ts";
+import { decodeRecordAt, readPhysicalOffset } from "../../commitlog/index.ts";
 import {
   createResponse,
   optString,
@@ -71,7 +71,7 @@ export class QueryMessageProcessor implements RequestProcessor {
       records.push(m);
       size += m.length;
     }
-    records.sort((x, y) => physicalOffsetOf(x) - physicalOffsetOf(y));
+    records.sort((x, y) => readPhysicalOffset(x, 0) - readPhysicalOffset(y, 0));
     if (records.length === 0) {
       return createResponse(cmd, ResponseCode.QUERY_NOT_FOUND, "can not find message, maybe time range not correct", header);
     }
@@ -95,9 +95,4 @@ export class QueryMessageProcessor implements RequestProcessor {
     }
     return createResponse(cmd, ResponseCode.SUCCESS, undefined, undefined, bytes.slice());
   }
-}
-
-/** PHYSICALOFFSET of a stored record (bytes 28..35 of the layout in common/message-record.ts). */
-function physicalOffsetOf(record: Uint8Array): number {
-  return Number(new DataView(record.buffer, record.byteOffset, record.byteLength).getBigInt64(28));
 }

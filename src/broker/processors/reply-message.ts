@@ -21,10 +21,7 @@ import {
   encodeProperties,
   parseProperties,
   setIndexedFields,
-  tagsHashCode,
-  tryParseHostAddress,
   validateTopicName,
-  type HostAddress,
   type PutMessageRequest,
 } from "../../commitlog/index.ts";
 import {
@@ -38,7 +35,7 @@ import {
   type RequestProcessor,
 } from "../../remoting/index.ts";
 import type { BrokerContext } from "../context.ts";
-import { parseSendHeader, type SendHeader } from "./send-message.ts";
+import { parseSendHeader, peerHost, slaveRefusal, wakePulls, type SendHeader } from "./send-message.ts";
 
 /** Java Broker2Client.callClient's wait for the requester's answer. */
 export const PUSH_REPLY_TIMEOUT_MS = 10_000;
@@ -59,13 +56,8 @@ export class ReplyMessageProcessor implements RequestProcessor {
     const ctx = this.#ctx;
     const s = ctx.settings;
     const h = parseSendHeader(cmd);
-    if (s.brokerRole === "SLAVE") {
-      return createResponse(
-        cmd,
-        ResponseCode.SERVICE_NOT_AVAILABLE,
-        `broker ${s.brokerName} is a slave: it does not take writes, send to its master`,
-      );
-    }
+    const refused = slaveRefusal(s);
+    if (refused) return createResponse(cmd, refused.code, refused.remark);
     const bad = validateTopicName(h.topic);
     if (bad) return createResponse(cmd, ResponseCode.SYSTEM_ERROR, bad);
     const tc = ctx.topics.get(h.topic);
@@ -88,7 +80,7 @@ export class ReplyMessageProcessor implements RequestProcessor {
       properties: encodeProperties(props),
       sysFlag: h.sysFlag,
       bornTimestamp: h.bornTimestamp,
-      bornHost: hostOf(conn),
+      bornHost: peerHost(conn),
       reconsumeTimes: h.reconsumeTimes,
       preparedTransactionOffset: 0,
       waitStoreMsgOK: true,
@@ -96,13 +88,9 @@ export class ReplyMessageProcessor implements RequestProcessor {
     };
     setIndexedFields(req, props);
     const result = await ctx.store.putMessages([req]);
+    wakePulls(ctx, [req], result);
     const stored = result.appended[0];
-    if (stored) {
-      ctx.stats.recordPut(1, body.length, h.topic);
-      ctx.hold.notifyMessageArriving(h.topic, queueId, stored.queueOffset, tagsHashCode(req.tags));
-    } else {
-      ctx.log.warn(`reply to ${h.topic} not stored: ${result.status} ${result.remark ?? ""}`);
-    }
+    if (!stored) ctx.log.warn(`reply to ${h.topic} not stored: ${result.status} ${result.remark ?? ""}`);
     if (pushed !== null) return createResponse(cmd, ResponseCode.SYSTEM_ERROR, pushed);
     const ext: ExtFields = {
       msgId: stored ? createOffsetMsgId(s.storeHost, stored.physicalOffset) : "0",
@@ -158,9 +146,4 @@ export class ReplyMessageProcessor implements RequestProcessor {
     }
     return `push reply message to ${clientId}fail.`;
   }
-}
-
-function hostOf(conn: RemotingConnection): HostAddress {
-  const h = tryParseHostAddress(conn.remoteAddress);
-  return "invalid" in h ? { ip: new Uint8Array([127, 0, 0, 1]), port: 0 } : h;
 }

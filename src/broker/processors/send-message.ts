@@ -39,7 +39,7 @@ import {
   type RemotingConnection,
   type RequestProcessor,
 } from "../../remoting/index.ts";
-import type { BrokerContext } from "../context.ts";
+import type { BrokerContext, BrokerSettings } from "../context.ts";
 import { isTransactionPrepare } from "../transaction/half-message.ts";
 import type { TransactionalMessageService } from "../transaction/transactional-message-service.ts";
 
@@ -127,6 +127,24 @@ export function parseSendHeader(cmd: RemotingCommand): SendHeader {
 
 type Refusal = { code: number; remark: string };
 
+/** A slave takes no writes (sends, send-backs, replies). */
+export function slaveRefusal(s: BrokerSettings): Refusal | null {
+  if (s.brokerRole === "SLAVE")
+    return { code: ResponseCode.SERVICE_NOT_AVAILABLE, remark: `broker ${s.brokerName} is a slave: it does not take writes, send to its master` };
+  return null;
+}
+
+/** Wakes parked pulls for every stored message of one put (one topic) and counts the puts. */
+export function wakePulls(ctx: BrokerContext, reqs: PutMessageRequest[], result: PutMessageResult): void {
+  let bytes = 0;
+  for (let i = 0; i < result.appended.length; i++) bytes += reqs[i]!.body.length;
+  if (result.appended.length > 0) ctx.stats.recordPut(result.appended.length, bytes, reqs[0]!.topic);
+  for (let i = 0; i < result.appended.length; i++) {
+    const r = reqs[i]!;
+    ctx.hold.notifyMessageArriving(r.topic, r.queueId, result.appended[i]!.queueOffset, tagsHashCode(r.tags));
+  }
+}
+
 export interface ScheduleHook {
   /** The request to store instead (e.g. diverted to SCHEDULE_TOPIC_XXXX), or null if not delayed. */
   divert(req: PutMessageRequest, props: Record<string, string>): PutMessageRequest | null;
@@ -153,7 +171,7 @@ export class SendMessageProcessor implements RequestProcessor {
   async #send(conn: RemotingConnection, cmd: RemotingCommand): Promise<RemotingCommand> {
     const ctx = this.#ctx;
     const h = parseSendHeader(cmd);
-    const refused = this.#checkRole() ?? this.#checkTopicName(h.topic);
+    const refused = slaveRefusal(this.#ctx.settings) ?? this.#checkTopicName(h.topic);
     if (refused) return createResponse(cmd, refused.code, refused.remark);
     const tc = this.#findOrCreateTopic(h);
     if ("code" in tc) return createResponse(cmd, tc.code, tc.remark);
@@ -247,7 +265,7 @@ export class SendMessageProcessor implements RequestProcessor {
       reqs = [req];
     }
     const result = await ctx.store.putMessages(reqs);
-    this.#wakePulls(reqs, result);
+    wakePulls(this.#ctx, reqs, result);
     // Like Java, the answer names the queue the producer addressed (or the one picked for it),
     // even when the message was parked in SCHEDULE_TOPIC_XXXX or redirected to the DLQ.
     return this.#response(cmd, result, queueId);
@@ -283,17 +301,6 @@ export class SendMessageProcessor implements RequestProcessor {
     return req;
   }
 
-  /** Wakes parked pulls for every stored message and counts the puts. */
-  #wakePulls(reqs: PutMessageRequest[], result: PutMessageResult): void {
-    let bytes = 0;
-    for (let i = 0; i < result.appended.length; i++) bytes += reqs[i]!.body.length;
-    if (result.appended.length > 0) this.#ctx.stats.recordPut(result.appended.length, bytes, reqs[0]!.topic);
-    for (let i = 0; i < result.appended.length; i++) {
-      const r = reqs[i]!;
-      this.#ctx.hold.notifyMessageArriving(r.topic, r.queueId, result.appended[i]!.queueOffset, tagsHashCode(r.tags));
-    }
-  }
-
   #response(cmd: RemotingCommand, result: PutMessageResult, queueId: number): RemotingCommand {
     const s = this.#ctx.settings;
     const code = {
@@ -316,13 +323,6 @@ export class SendMessageProcessor implements RequestProcessor {
       TRACE_ON: String(s.traceOn),
     };
     return createResponse(cmd, code, code === ResponseCode.SUCCESS ? undefined : result.status, ext);
-  }
-
-  #checkRole(): Refusal | null {
-    const s = this.#ctx.settings;
-    if (s.brokerRole === "SLAVE")
-      return { code: ResponseCode.SERVICE_NOT_AVAILABLE, remark: `broker ${s.brokerName} is a slave: it does not take writes, send to its master` };
-    return null;
   }
 
   #checkTopicName(topic: string): Refusal | null {
@@ -377,7 +377,7 @@ export class SendMessageProcessor implements RequestProcessor {
     const groupName = reqString(ext, "group");
     const delayLevel = reqInt(ext, "delayLevel");
     const maxFromHeader = optInt(ext, "maxReconsumeTimes");
-    const role = this.#checkRole();
+    const role = slaveRefusal(this.#ctx.settings);
     if (role) return createResponse(cmd, role.code, role.remark);
     const group = ctx.groups.get(groupName) ?? ctx.groups.findOrCreate(groupName, ctx.settings.autoCreateSubscriptionGroup);
     if (!group) return createResponse(cmd, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, `subscription group not exist, ${groupName}`);
@@ -426,7 +426,7 @@ export class SendMessageProcessor implements RequestProcessor {
     if (level > 0) req = this.#schedule?.divert(req, storeProps) ?? req;
     void conn;
     const result = await ctx.store.putMessages([req]);
-    this.#wakePulls([req], result);
+    wakePulls(this.#ctx, [req], result);
     if (result.status === "PUT_OK") {
       ctx.stats.recordSendBack(orig.topic, groupName);
       return createResponse(cmd, ResponseCode.SUCCESS);
@@ -446,7 +446,7 @@ function withoutWait(props: Record<string, string>): Record<string, string> {
 /** BORNHOST per connection, parsed once (the address text does not change). */
 const peerHosts = new WeakMap<RemotingConnection, HostAddress>();
 
-function peerHost(conn: RemotingConnection): HostAddress {
+export function peerHost(conn: RemotingConnection): HostAddress {
   let host = peerHosts.get(conn);
   if (host === undefined) {
     const h = tryParseHostAddress(conn.remoteAddress);
