@@ -98,28 +98,30 @@ export class BrokerStats {
 
   /** `n` messages of `bytes` body bytes stored (into `topic`, when the caller names it). */
   recordPut(n: number, bytes: number, topic?: string): void {
-    this.#roll(this.#now());
+    const now = this.#now();
+    this.#roll(now);
     this.#t.put += Math.max(0, n);
     this.#t.putBytes += Math.max(0, bytes);
     if (topic !== undefined && n > 0) {
-      this.items.add(StatsName.TOPIC_PUT_NUMS, topic, n, 1);
-      this.items.add(StatsName.TOPIC_PUT_SIZE, topic, Math.max(0, bytes), 1);
-      this.items.add(StatsName.BROKER_PUT_NUMS, "", n, 1);
+      this.items.add(StatsName.TOPIC_PUT_NUMS, topic, n, 1, now);
+      this.items.add(StatsName.TOPIC_PUT_SIZE, topic, Math.max(0, bytes), 1, now);
+      this.items.add(StatsName.BROKER_PUT_NUMS, "", n, 1, now);
     }
   }
 
   /** A pull answered with `n` messages (0 = a miss) of `bytes`, for `group` on `topic` when named. */
   recordGet(n: number, bytes: number, topic?: string, group?: string): void {
-    this.#roll(this.#now());
+    const now = this.#now();
+    this.#roll(now);
     if (n > 0) {
       this.#t.getFound++;
       this.#t.getTransferred += n;
       this.#t.getBytes += Math.max(0, bytes);
       if (topic !== undefined && group !== undefined) {
         const key = `${topic}@${group}`;
-        this.items.add(StatsName.GROUP_GET_NUMS, key, n, 1);
-        this.items.add(StatsName.GROUP_GET_SIZE, key, Math.max(0, bytes), 1);
-        this.items.add(StatsName.BROKER_GET_NUMS, "", n, 1);
+        this.items.add(StatsName.GROUP_GET_NUMS, key, n, 1, now);
+        this.items.add(StatsName.GROUP_GET_SIZE, key, Math.max(0, bytes), 1, now);
+        this.items.add(StatsName.BROKER_GET_NUMS, "", n, 1, now);
       }
     } else {
       this.#t.getMiss++;
@@ -128,7 +130,7 @@ export class BrokerStats {
 
   /** A CONSUMER_SEND_MSG_BACK of `group` for a message of `topic` (Java incSendBackNums). */
   recordSendBack(topic: string, group: string): void {
-    this.items.add(StatsName.SNDBCK_PUT_NUMS, `${topic}@${group}`, 1, 1);
+    this.items.add(StatsName.SNDBCK_PUT_NUMS, `${topic}@${group}`, 1, 1, this.#now());
   }
 
   snapshot(): BrokerStatsSnapshot {
@@ -284,10 +286,10 @@ export class KeyedStats {
     this.#now = now;
   }
 
-  add(name: StatsName, key: string, value: number, times: number): void {
+  /** `now` is the caller's clock reading: the send and pull paths read the clock once per request. */
+  add(name: StatsName, key: string, value: number, times: number, now: number): void {
     let set = this.#sets.get(name);
     if (!set) this.#sets.set(name, (set = new Map()));
-    const now = this.#now();
     let item = set.get(key);
     if (!item) set.set(key, (item = new StatsItem(now)));
     item.add(value, times, now);
