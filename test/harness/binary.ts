@@ -121,7 +121,8 @@ export class RunningBinary implements AsyncDisposable {
   }
 }
 
-function collect(stream: ReadableStream<Uint8Array>): () => string {
+/** Everything a child process's stream printed so far, as text. */
+export function collect(stream: ReadableStream<Uint8Array>): () => string {
   let text = "";
   const decoder = new TextDecoder();
   void (async () => {

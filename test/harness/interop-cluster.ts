@@ -13,7 +13,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
 import { createRequest, RequestCode } from "../../src/remoting/index.ts";
-import { startRocketbun, tempDir, waitFor, type RunningBinary } from "./binary.ts";
+import { collect, startRocketbun, tempDir, waitFor, type RunningBinary } from "./binary.ts";
 import { freeBrokerPort, freePort, JVM_FLAGS, mavenClasspath } from "./java.ts";
 import { bodyJson, newClient } from "./wire.ts";
 
@@ -230,13 +230,4 @@ async function waitForAccept(port: number, proc: Subprocess, diag: () => string)
     60_000,
     () => `127.0.0.1:${port} to accept\n${diag()}`,
   );
-}
-
-function collect(stream: ReadableStream<Uint8Array>): () => string {
-  let text = "";
-  const decoder = new TextDecoder();
-  void (async () => {
-    for await (const chunk of stream) text += decoder.decode(chunk, { stream: true });
-  })();
-  return () => text;
 }

@@ -12,7 +12,6 @@ import java.util.function.Supplier;
 import org.apache.rocketmq.client.consumer.DefaultLitePullConsumer;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
-import org.apache.rocketmq.client.producer.TransactionMQProducer;
 import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
 import org.apache.rocketmq.common.message.MessageExt;
 
@@ -74,16 +73,8 @@ public final class Ctx {
         return started(p);
     }
 
-    public DefaultMQProducer started(DefaultMQProducer p) throws Exception {
-        p.setNamesrvAddr(namesrv);
-        p.setInstanceName(instance());
-        p.setSendMsgTimeout(5000);
-        p.start();
-        closers.add(p::shutdown);
-        return p;
-    }
-
-    public TransactionMQProducer started(TransactionMQProducer p) throws Exception {
+    /** Starts a producer (a TransactionMQProducer too) configured for this scenario; shut down when it ends. */
+    public <P extends DefaultMQProducer> P started(P p) throws Exception {
         p.setNamesrvAddr(namesrv);
         p.setInstanceName(instance());
         p.setSendMsgTimeout(5000);
