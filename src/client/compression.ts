@@ -26,7 +26,7 @@
  *   match length = 4 + match nibble (+ extensions); the last sequence has literals only.
  *
  * The xxHash checksums are skipped, not checked: the stored record's body CRC already covers
- * these bytes, and the broker checks it on the way in. Everything else is input (STYLE practice 2)
+ * these bytes, and the broker checks it on the way in. Everything else comes off the network
  * and is bounds-checked: a bad body becomes { invalid } for that message, never a throw.
  */
 import * as zlib from "node:zlib";
