@@ -1,5 +1,5 @@
 /**
- * House-style and layering rules (STYLE.md practices 13 and 15), enforced: the checks read the
+ * House-style and layering rules (docs/CONVENTIONS.md §13 and §15), enforced: the checks read the
  * source tree as text, like TigerBeetle's tidy.zig.
  */
 import { describe, expect, test } from "bun:test";
@@ -10,9 +10,11 @@ const ROOT = resolve(import.meta.dir, "..");
 const SRC = join(ROOT, "src");
 const LINE_MAX = 160;
 
+/** The .ts files under `dir`, leaving out dependencies, build output and test artifacts. */
 function walk(dir: string): string[] {
   const out: string[] = [];
   for (const name of readdirSync(dir)) {
+    if (name === "node_modules" || name === "dist" || name === "target" || name === "artifacts" || name.startsWith(".")) continue;
     const p = join(dir, name);
     if (statSync(p).isDirectory()) out.push(...walk(p));
     else if (p.endsWith(".ts")) out.push(p);
@@ -24,6 +26,47 @@ const files = walk(SRC);
 const sources = files.filter((f) => !f.endsWith(".test.ts") && !f.endsWith(".suite.ts") && !f.includes("test-support"));
 const text = new Map(files.map((f) => [f, readFileSync(f, "utf8")]));
 const rel = (f: string) => relative(ROOT, f);
+
+/** The numbered sections of a document under docs/: "3.5" for a heading "### 3.5 PULL_MESSAGE …". */
+function docSections(doc: string): Set<string> | null {
+  let body: string;
+  try {
+    body = readFileSync(join(ROOT, "docs", doc), "utf8");
+  } catch {
+    return null;
+  }
+  return new Set([...body.matchAll(/^#{1,6}\s+(\d+(?:\.\d+)*)[.\s]/gm)].map((m) => m[1]!));
+}
+
+/**
+ * The citations in one file that do not resolve: a docs/X.md that does not exist, a § that is
+ * not a numbered heading of the document it follows, or a § that follows no document. A § belongs
+ * to the document named before it when only separators stand between them (", ", " and ", "–",
+ * " item 4", a comment's line break), e.g. "docs/PROTOCOL.md §3.4, §3.9" or "docs/STORAGE.md\n * §6".
+ */
+function unresolvedCitations(source: string, sections: (doc: string) => Set<string> | null): string[] {
+  const problems: string[] = [];
+  let doc: string | null = null;
+  let last = 0;
+  for (const m of source.matchAll(/docs\/([\w-]+\.md)|§(\d+(?:\.\d+)*)/g)) {
+    const gap = source.slice(last, m.index);
+    last = m.index + m[0].length;
+    if (m[1] !== undefined) {
+      doc = m[1];
+      if (sections(doc) === null) problems.push(`docs/${doc} does not exist`);
+      continue;
+    }
+    const attached = doc !== null && /^(?:[\s*,;(–-]|and\b|item \d+(?:[–-]\d+)?)*$/.test(gap);
+    if (!attached) {
+      problems.push(`§${m[2]} names no document (write docs/<name>.md §${m[2]})`);
+      doc = null;
+      continue;
+    }
+    const known = sections(doc!);
+    if (known && !known.has(m[2]!)) problems.push(`docs/${doc} has no section ${m[2]}`);
+  }
+  return problems;
+}
 
 function imports(file: string): string[] {
   const src = text.get(file)!;
@@ -106,6 +149,34 @@ describe("tidy", () => {
       }
     }
     expect(problems).toEqual([]);
+  });
+
+  test("citations point into docs/ of this repository, at sections that exist", () => {
+    const cache = new Map<string, Set<string> | null>();
+    const sections = (doc: string) => {
+      if (!cache.has(doc)) cache.set(doc, docSections(doc));
+      return cache.get(doc)!;
+    };
+    const problems: string[] = [];
+    for (const f of walk(ROOT)) {
+      if (f === import.meta.path) continue;
+      const src = readFileSync(f, "utf8");
+      // Documents outside the repository cannot be followed by a reader of this one.
+      for (const outside of ["wire reference", "STYLE practice", "STYLE.md", "rocketmq-wire.md", "shared/reference"]) {
+        if (src.includes(outside)) problems.push(`${rel(f)}: cites "${outside}" (outside the repository; cite docs/ instead)`);
+      }
+      for (const p of unresolvedCitations(src, sections)) problems.push(`${rel(f)}: ${p}`);
+    }
+    expect(problems).toEqual([]);
+  });
+
+  test("the citation check resolves chains and refuses what does not exist", () => {
+    const sections = (doc: string) => (doc === "A.md" ? new Set(["1", "3.4", "3.9"]) : null);
+    expect(unresolvedCitations("see docs/A.md §3.4, §3.9 and §1", sections)).toEqual([]);
+    expect(unresolvedCitations("(docs/A.md\n * §3.4, §1 item 2–3)", sections)).toEqual([]);
+    expect(unresolvedCitations("docs/A.md §3.5", sections)).toEqual(["docs/A.md has no section 3.5"]);
+    expect(unresolvedCitations("docs/B.md §1", sections)).toEqual(["docs/B.md does not exist"]);
+    expect(unresolvedCitations("docs/A.md §1. Later text §3.4", sections)).toEqual(["§3.4 names no document (write docs/<name>.md §3.4)"]);
   });
 
   test("every source file is imported by something (or is an entry point)", () => {

@@ -1,5 +1,5 @@
 /**
- * The admin response bodies of wire reference §3.15, built from the broker's state as plain
+ * The admin response bodies of docs/PROTOCOL.md §3.15, built from the broker's state as plain
  * functions (so the admin HTTP API and tests can call them directly). Field order is fastjson's
  * (alphabetical); maps Java decodes as `Map<MessageQueue, …>` are written with object keys.
  *

@@ -1,6 +1,6 @@
 /**
  * RebalanceLockManager: which client of a consumer group holds each message queue, for orderly
- * consumers (LOCK_BATCH_MQ / UNLOCK_BATCH_MQ, wire reference §3.11; Java
+ * consumers (LOCK_BATCH_MQ / UNLOCK_BATCH_MQ, docs/PROTOCOL.md §3.11; Java
  * `broker/client/rebalance/RebalanceLockManager.java`).
  *
  *   group → MessageQueue → { clientId, lastUpdate }

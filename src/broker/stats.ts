@@ -1,7 +1,7 @@
 /**
  * BrokerStats: message put/get counters since boot, per-second rates over the last 10, 60 and
  * 600 seconds, and the totals at local midnight today and yesterday — what RocketMQ's
- * StoreStatsService and BrokerStats report in GET_BROKER_RUNTIME_INFO (wire reference §3.15) and
+ * StoreStatsService and BrokerStats report in GET_BROKER_RUNTIME_INFO (docs/PROTOCOL.md §3.15) and
  * what `mqadmin clusterList` turns into "InTPS/OutTPS" and "#Yesterday/#Today" columns.
  *
  * Feeding it (the only two calls):

@@ -23,7 +23,7 @@ describe("buildSubscription", () => {
     const sub = ok(buildSubscription("T", " TagA ||TagB||  || TagC ", "TAG", 1));
     expect(sub.tagsSet).toEqual(["TagA", "TagB", "TagC"]);
     expect(sub.codeSet).toEqual(["TagA", "TagB", "TagC"].map(javaStringHashCode));
-    // The example values of the wire reference (§3.2).
+    // The example values of docs/PROTOCOL.md §3.2.
     expect(ok(buildSubscription("T", "TagA || TagB", undefined, 1)).codeSet).toEqual([2598919, 2598920]);
     // ali-ons' untagged messages carry TAGS=null; a subscription to "null" must match them.
     expect(ok(buildSubscription("T", "null", undefined, 1)).codeSet).toEqual([3392903]);

@@ -1,6 +1,6 @@
 /**
  * TransactionProducer (RocketMQ's TransactionMQProducer): a message that becomes visible to
- * consumers only if a local transaction commits (wire reference §8).
+ * consumers only if a local transaction commits (docs/PROTOCOL.md §6).
  *
  *   1. sendMessageInTransaction sends a half message (TRAN_MSG=true, PGROUP=<group>, sysFlag
  *      PREPARED); the broker stores it where no consumer looks.

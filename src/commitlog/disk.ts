@@ -1,5 +1,5 @@
 /**
- * The store's disk as a collaborator (STYLE practice 6): every file the store touches — segment
+ * The store's disk as a collaborator (docs/CONVENTIONS.md §6): every file the store touches — segment
  * files (CommitLog, ConsumeQueue, IndexFile) and the small files around them (checkpoint, abort
  * marker, lock, corrupt.json) — is reached through a `StoreDisk`, so test/sim can run the store on
  * an in-memory disk that tears unflushed writes at a simulated crash. Production uses `nodeDisk`:

@@ -1,5 +1,5 @@
 /**
- * One IndexFile: a hash index from message key to commit-log offset (wire reference §5.4;
+ * One IndexFile: a hash index from message key to commit-log offset (docs/STORAGE.md §4;
  * RocketMQ store/index/IndexFile.java and IndexHeader.java). Big-endian, byte-compatible with
  * RocketMQ 4.x.
  *

@@ -1,6 +1,6 @@
 /**
  * The index files of one store (RocketMQ store/index/IndexService.java): builds the key index as
- * the dispatcher follows the CommitLog, and answers QUERY_MESSAGE lookups (wire reference §3.12).
+ * the dispatcher follows the CommitLog, and answers QUERY_MESSAGE lookups (docs/PROTOCOL.md §3.12).
  *
  *   <dir>/                     normally <storeDir>/index/
  *     yyyyMMddHHmmssSSS        one IndexFile (see index-file.ts), named by its creation time in
@@ -30,7 +30,7 @@ import { assertIndexGeometry, INDEX_NUM_DEFAULT, INDEX_SLOT_NUM_DEFAULT, IndexFi
 /** yyyyMMddHHmmssSSS: 17 digits. */
 export const INDEX_FILE_NAME_DIGITS = 17;
 
-/** Transaction bits of sysFlag (wire reference §4.2). */
+/** Transaction bits of sysFlag (docs/PROTOCOL.md §4.2). */
 const TRANSACTION_MASK = 0xc;
 const TRANSACTION_PREPARED_TYPE = 0x4;
 const TRANSACTION_ROLLBACK_TYPE = 0xc;

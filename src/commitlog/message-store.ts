@@ -805,7 +805,7 @@ export class MessageStore {
 
   /**
    * Reads up to `maxMsgNums` messages of one queue from `offset`, as stored bytes. Status and
-   * nextBeginOffset follow RocketMQ's DefaultMessageStore.getMessage (wire reference §3.5).
+   * nextBeginOffset follow RocketMQ's DefaultMessageStore.getMessage (docs/PROTOCOL.md §3.5).
    */
   getMessage(
     topic: string,

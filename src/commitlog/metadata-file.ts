@@ -1,7 +1,7 @@
 /**
  * Shared plumbing for the four config JSON files under `<storeDir>/config/`: load with `.bak`
  * fallback and a loss report, persist atomically, DataVersion, and field readers that turn
- * untrusted JSON into typed values or a short reason (STYLE practice 2).
+ * untrusted JSON into typed values or a short reason (docs/CONVENTIONS.md §2).
  *
  * Load outcomes (the recovery table; `metadata.test.ts` walks every row):
  *
@@ -56,7 +56,7 @@ export function isJsonObject(v: unknown): v is JsonObject {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
 
-/** A broken internal invariant (a bug in the caller), not bad input: fail loudly (STYLE practice 2). */
+/** A broken internal invariant (a bug in the caller), not bad input: fail loudly (docs/CONVENTIONS.md §2). */
 export function invariant(cond: boolean, msg: string): asserts cond {
   if (!cond) throw new Error(`invariant violated: ${msg}`);
 }

@@ -1,6 +1,6 @@
 /**
  * `config/subscriptionGroup.json`: per consumer group settings, also the
- * GET_ALL_SUBSCRIPTIONGROUP_CONFIG body (wire reference §3.15, §5.5, §5.7).
+ * GET_ALL_SUBSCRIPTIONGROUP_CONFIG body (docs/PROTOCOL.md §3.15, docs/STORAGE.md §5, §7).
  *
  *   {"dataVersion":{"counter":2,"timestamp":1700000000000},
  *    "subscriptionGroupTable":{"CG":{"brokerId":0,"consumeBroadcastEnable":true,"consumeEnable":true,

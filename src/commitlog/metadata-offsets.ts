@@ -1,5 +1,5 @@
 /**
- * `config/consumerOffset.json` and `config/delayOffset.json` (wire reference §3.15, §5.5, §5.6).
+ * `config/consumerOffset.json` and `config/delayOffset.json` (docs/PROTOCOL.md §3.15, docs/STORAGE.md §5, §6).
  *
  *   consumerOffset.json  {"offsetTable":{"<topic>@<group>":{"<queueId>":<offset>,...},...}}
  *   delayOffset.json     {"offsetTable":{"<delayLevel>":<offset>,...}}

@@ -1,6 +1,6 @@
 /**
  * `config/topics.json`: the broker's topic table, also the GET_ALL_TOPIC_CONFIG body and the
- * `topicConfigSerializeWrapper` of REGISTER_BROKER (wire reference §3.15, §3.16, §5.5, §5.8).
+ * `topicConfigSerializeWrapper` of REGISTER_BROKER (docs/PROTOCOL.md §3.15, §3.16, docs/STORAGE.md §5, §8).
  *
  *   {"dataVersion":{"counter":3,"timestamp":1700000000000},
  *    "topicConfigTable":{"TopicA":{"order":false,"perm":6,"readQueueNums":4,
@@ -194,7 +194,7 @@ export interface SystemTopicOptions {
   brokerTopicEnable?: boolean;
 }
 
-/** The start-up topics of a 4.9 broker (wire reference §5.8), in Java's creation order. */
+/** The start-up topics of a 4.9 broker (docs/STORAGE.md §8), in Java's creation order. */
 export function systemTopics(o: SystemTopicOptions): TopicConfig[] {
   const rw = PermName.READ | PermName.WRITE;
   const t = (topicName: string, queues: number, perm: number): TopicConfig => ({
@@ -285,7 +285,7 @@ export class TopicConfigManager {
   }
 
   /**
-   * Adds the §5.8 start-up topics that are missing; one version bump and one write if any was
+   * Adds the docs/STORAGE.md §8 start-up topics that are missing; one version bump and one write if any was
    * added. Existing entries are left as they are, even if they differ from the defaults: as in
    * Java, where the file's entries override the constructor's, an operator's change survives a
    * restart. Call after `load()`. Returns the names added.

@@ -152,7 +152,7 @@ describe("TopicConfigManager", () => {
     expect(m.dataVersion.counter).toBe(0);
   });
 
-  test("ensureSystemTopics on a fresh dir gives exactly the §5.8 set; a second run is a no-op", () => {
+  test("ensureSystemTopics on a fresh dir gives exactly the docs/STORAGE.md §8 set; a second run is a no-op", () => {
     const dir = tmp();
     const m = new TopicConfigManager({ dir, now: clock() });
     m.load();

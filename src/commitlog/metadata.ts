@@ -1,6 +1,6 @@
 /**
  * The broker's persisted metadata: four JSON files in `<storeDir>/config/`, with RocketMQ's names
- * and shapes so an operator, a Java slave or mqadmin recognises them (wire reference §5.5).
+ * and shapes so an operator, a Java slave or mqadmin recognises them (docs/STORAGE.md §5).
  *
  *   file                      owner                       written
  *   ------------------------  --------------------------  ------------------------------------

@@ -1,5 +1,5 @@
 /**
- * Time as a collaborator (STYLE practice 6): the store and the HA service read the time and set
+ * Time as a collaborator (docs/CONVENTIONS.md §6): the store and the HA service read the time and set
  * timers only through a `Clock`, so test/sim can run them on simulated time (no real timers, the
  * same run for the same seed). Production passes `systemClock`, which is Date.now and the global
  * timers themselves: a handle is the runtime's own timer object, nothing is wrapped or allocated.

@@ -1,5 +1,5 @@
 /**
- * The SEND_BATCH_MESSAGE body (wire reference §4.8): hand-built bytes decode, encode/decode round
+ * The SEND_BATCH_MESSAGE body (docs/PROTOCOL.md §4.8): hand-built bytes decode, encode/decode round
  * trips, and truncated, inconsistent or random input is `invalid` without throwing.
  * Seeded; `SEED=<n> bun test src/commitlog/message-batch.test.ts` replays a run.
  */
@@ -11,7 +11,7 @@ const SEED = fuzzSeed();
 const utf8 = (s: string) => new TextEncoder().encode(s);
 
 
-/** One entry from the §4.8 table, field by field (not by the encoder). */
+/** One entry from the docs/PROTOCOL.md §4.8 table, field by field (not by the encoder). */
 function handEntry(flag: number, body: Uint8Array, properties: Uint8Array, magic = 0, crc = 0): Uint8Array {
   const size = 4 + 4 + 4 + 4 + 4 + body.length + 2 + properties.length;
   const out = new Uint8Array(size);

@@ -1,5 +1,5 @@
 /**
- * The SEND_BATCH_MESSAGE request body (wire reference §4.8): entries back to back, each laid out
+ * The SEND_BATCH_MESSAGE request body (docs/PROTOCOL.md §4.8): entries back to back, each laid out
  * as Java's MessageDecoder.encodeMessage writes it. Big-endian, signed.
  *
  *   offset size

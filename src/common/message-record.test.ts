@@ -1,5 +1,5 @@
 /**
- * The message record layout (wire reference §4.1-4.6), checked three ways: the field widths add up
+ * The message record layout (docs/PROTOCOL.md §4.1–§4.6), checked three ways: the field widths add up
  * to the documented constants, a record built by hand from the table equals both the encoder's
  * output and the checked-in fixture test/golden/commitlog/record-v4.hex, and seeded random round
  * trips and fuzzing show decodeRecordAt reads everything back and never throws.
@@ -107,7 +107,7 @@ const GOLDEN_PHYSICAL_OFFSET = 2 ** 32 + 8000; // needs the high word
 const GOLDEN_STORE_TIMESTAMP = 1_700_000_000_123;
 const CRC_OF_HELLO = 0x3610a686; // zlib.crc32("hello"); top bit already clear
 
-/** The golden record, built field by field from the table in wire reference §4.1 (not by encodeRecord). */
+/** The golden record, built field by field from the table in docs/PROTOCOL.md §4.1 (not by encodeRecord). */
 function handBuiltRecord(): Uint8Array {
   const out = new Uint8Array(122);
   const v = new DataView(out.buffer);
@@ -207,7 +207,7 @@ describe("layout", () => {
       expect(offset).toBe(expected);
       expected += size;
     }
-    // The values Java and the wire reference name.
+    // The offsets Java uses and docs/PROTOCOL.md §4.1 gives.
     expect([OFFSET_QUEUE_OFFSET, OFFSET_PHYSICAL_OFFSET, OFFSET_STORE_TIMESTAMP]).toEqual([20, 28, 56]);
   });
 

@@ -1,6 +1,6 @@
 /**
  * The message record: one layout for a CommitLog entry, each message in a PULL_MESSAGE /
- * QUERY_MESSAGE / VIEW_MESSAGE_BY_ID body, and CHECK_TRANSACTION_STATE bodies (wire reference §4.1).
+ * QUERY_MESSAGE / VIEW_MESSAGE_BY_ID body, and CHECK_TRANSACTION_STATE bodies (docs/PROTOCOL.md §4.1).
  * Every integer is big-endian and signed (Java). Offsets below are for IPv4 hosts and v1 magic.
  *
  *   offset size
@@ -12,7 +12,7 @@
  *   | 16 |  4 | FLAG                 producer's user flag                     |
  *   | 20 |  8 | QUEUEOFFSET          consume-queue offset (filled at append)  |
  *   | 28 |  8 | PHYSICALOFFSET       commit-log offset of this record         |
- *   | 36 |  4 | SYSFLAG              SysFlag bits (§4.2)                      |
+ *   | 36 |  4 | SYSFLAG              SysFlag bits (docs/PROTOCOL.md §4.2)     |
  *   | 40 |  8 | BORNTIMESTAMP        producer clock, ms                       |
  *   | 48 |  8 | BORNHOST             ip 4 + port 4   (16 + 4 if BORNHOST_V6)  |
  *   | 56 |  8 | STORETIMESTAMP       broker clock at append, ms               |
@@ -24,7 +24,7 @@
  *   |    |  1 | TOPIC length t       signed byte, so t <= 127                 |
  *   |    |  t | TOPIC                UTF-8                                    |
  *   |    |  2 | PROPERTIES length p  signed short, so p <= 32767              |
- *   |    |  p | PROPERTIES           property string (§4.3)                   |
+ *   |    |  p | PROPERTIES           property string (docs/PROTOCOL.md §4.3)  |
  *   +----+----+--------------------------------------------------------------+
  *   Each IPv6 host adds 12 bytes and shifts every later offset by 12.
  *
@@ -115,7 +115,7 @@ export const PROPERTIES_SIZE_MAX_BYTES = 32767;
 export const RECORD_SIZE_MAX_BYTES = 0x7fffffff;
 
 // ---------------------------------------------------------------------------------------------
-// SYSFLAG (§4.2)
+// SYSFLAG (docs/PROTOCOL.md §4.2)
 
 export const SysFlag = {
   COMPRESSED: 0x1,
@@ -611,7 +611,7 @@ function readHost(buf: Uint8Array, p: number, size: number, view: boolean): Host
 }
 
 // ---------------------------------------------------------------------------------------------
-// Property string (§4.3, §4.4)
+// Property string (docs/PROTOCOL.md §4.3, §4.4)
 
 export const NAME_VALUE_SEPARATOR = "\u0001";
 export const PROPERTY_SEPARATOR = "\u0002";
@@ -686,7 +686,7 @@ export function parseProperties(s: string): Record<string, string> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Tag hash (§4.5)
+// Tag hash (docs/PROTOCOL.md §4.5)
 
 /** Java String.hashCode: h = 31*h + c over UTF-16 code units, wrapping as an int. */
 export function javaStringHashCode(s: string): number {
@@ -701,7 +701,7 @@ export function tagsHashCode(tags: string | undefined): number {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Offset message id (§4.6): hex(store ip + int port + long commit-log offset)
+// Offset message id (docs/PROTOCOL.md §4.6): hex(store ip + int port + long commit-log offset)
 
 const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).toUpperCase().padStart(2, "0"));
 

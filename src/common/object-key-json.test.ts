@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { OBJECT_KEY_JSON_DEPTH_MAX, objectKeyedJson, parseObjectKeyedJson } from "./object-key-json.ts";
 
-// What fastjson writes for a TopicStatsTable with one queue (wire reference §3.17).
+// What fastjson writes for a TopicStatsTable with one queue (docs/PROTOCOL.md §3.17).
 const GOLDEN = '{"offsetTable":{{"brokerName":"b","queueId":0,"topic":"T"}:{"lastUpdateTimestamp":1700000000000,"maxOffset":5,"minOffset":0}}}';
 
 describe("object-keyed JSON", () => {

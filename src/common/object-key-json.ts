@@ -1,5 +1,5 @@
 /**
- * fastjson's object-keyed maps (wire reference §3.17). Java serialises a `Map<MessageQueue, …>`
+ * fastjson's object-keyed maps (docs/PROTOCOL.md §3.17). Java serialises a `Map<MessageQueue, …>`
  * with the key objects written as JSON objects:
  *
  *   {"offsetTable":{{"brokerName":"b","queueId":0,"topic":"T"}:{"brokerOffset":5,...},...}}

@@ -1,5 +1,5 @@
 /**
- * The one typed schema of RocketBun's configuration (STYLE practices 4 and 10).
+ * The one typed schema of RocketBun's configuration (docs/CONVENTIONS.md §4 and §10).
  *
  * `KEYS` lists every key once, in the order `--print-config` prints them: its type, unit, range or
  * allowed values, the roles that read it and a one-line doc. Validation (`checkValue`), the shipped
@@ -179,9 +179,9 @@ export function runsBroker(role: Role): boolean {
 const int = (min: number, max = INT32_MAX): ValueType => ({ kind: "int", min, max });
 const num = (min: number, max: number): ValueType => ({ kind: "number", min, max });
 
-/** Bytes of one ConsumeQueue unit (commit-log offset 8, size 4, tag code 8; wire reference §5.3). */
+/** Bytes of one ConsumeQueue unit (commit-log offset 8, size 4, tag code 8; docs/STORAGE.md §3). */
 export const CONSUME_QUEUE_UNIT_BYTES = 20;
-/** IndexFile geometry (wire reference §5.4): header, then 4-byte slots, then 20-byte entries. */
+/** IndexFile geometry (docs/STORAGE.md §4): header, then 4-byte slots, then 20-byte entries. */
 export const INDEX_HEADER_BYTES = 40;
 export const INDEX_SLOT_BYTES = 4;
 export const INDEX_ENTRY_BYTES = 20;

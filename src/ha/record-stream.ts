@@ -3,7 +3,7 @@
  * header — into appends of whole, verified records. Pure (no IO): `feed(offset, bytes)` returns
  * the appends to make, in order, or the reason the stream is broken.
  *
- * What a CommitLog segment holds (wire reference §4.1, §5.2), and what is checked:
+ * What a CommitLog segment holds (docs/PROTOCOL.md §4.1, docs/STORAGE.md §2), and what is checked:
  *
  *   segment start                                                          segment end
  *   +-----------+-----------+-----+-----------+--------------------------------------+

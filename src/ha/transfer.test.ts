@@ -1,6 +1,6 @@
 /**
  * The HA stream layouts (./transfer.ts): field widths, golden bytes, and the two decoders fed
- * every split of a captured stream and random input (STYLE practices 1 and 3).
+ * every split of a captured stream and random input (docs/CONVENTIONS.md §1 and §3).
  */
 import { describe, expect, test } from "bun:test";
 import { fuzzIterations, fuzzSeed, parseHexFixture, prng } from "../../test/harness/fuzz.ts";

@@ -1,5 +1,5 @@
 /**
- * The HA link as a collaborator (STYLE practice 6): the master's HAService and the slave's
+ * The HA link as a collaborator (docs/CONVENTIONS.md §6): the master's HAService and the slave's
  * HAClient reach each other only through an `HaTransport`, so test/sim can run both in one process
  * over a simulated link that splits, delays, drops and partitions. Production uses `tcpTransport`
  * (Bun.listen / Bun.connect, TCP_NODELAY); a socket event costs one extra call through the

@@ -1,5 +1,5 @@
 /**
- * The body of REGISTER_BROKER (wire reference §3.16), in its two forms.
+ * The body of REGISTER_BROKER (docs/PROTOCOL.md §3.16), in its two forms.
  *
  * JSON (default):
  *   {"filterServerList":[...],"topicConfigSerializeWrapper":{"dataVersion":{..},"topicConfigTable":{..}}}

@@ -1,5 +1,5 @@
 /**
- * Freezes the request-code and response-code tables (STYLE practice 11): the golden JSON files in
+ * Freezes the request-code and response-code tables (docs/CONVENTIONS.md §11): the golden JSON files in
  * test/golden/protocol/ are diffed against RequestCode / ResponseCode, so any change to a wire
  * number shows up as a failing test and a reviewed diff of the golden file.
  */
@@ -54,7 +54,7 @@ describe.each([
   });
 });
 
-describe("numbers clients depend on (wire reference §2)", () => {
+describe("numbers clients depend on (docs/PROTOCOL.md §2)", () => {
   test("request codes ali-ons and Java clients send", () => {
     expect(RequestCode.SEND_MESSAGE_V2).toBe(310);
     expect(RequestCode.PULL_MESSAGE).toBe(11);

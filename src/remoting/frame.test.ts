@@ -1,5 +1,5 @@
 /**
- * The outer frame (wire reference §1.1) and the FrameDecoder's limits and state. Split and fuzz
+ * The outer frame (docs/PROTOCOL.md §1.1) and the FrameDecoder's limits and state. Split and fuzz
  * tests of the same decoder are in frame-split.test.ts and frame-fuzz.test.ts.
  */
 import { describe, expect, test } from "bun:test";
@@ -31,7 +31,7 @@ function jsonFrameOfTotalSize(total: number): Uint8Array {
   return frameBytes(0, header, new Uint8Array(total - FRAME_PREFIX_SIZE - header.length).fill(0x61));
 }
 
-describe("frame layout constants (§1.1)", () => {
+describe("frame layout constants (docs/PROTOCOL.md §1.1)", () => {
   test("the prefix is the 4-byte length word plus the 4-byte type/header-length word", () => {
     expect(FRAME_LENGTH_FIELD_SIZE).toBe(4);
     expect(FRAME_HEADER_LENGTH_FIELD_SIZE).toBe(4);

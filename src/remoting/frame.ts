@@ -1,5 +1,5 @@
 /**
- * The remoting frame, the same in both directions (wire reference §1.1). Big-endian.
+ * The remoting frame, the same in both directions (docs/PROTOCOL.md §1.1). Big-endian.
  *
  *   +------------+-----------------------------+----------------------+------------------+
  *   | length     | serializeType | headerLength| header               | body             |

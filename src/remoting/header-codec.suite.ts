@@ -1,5 +1,5 @@
 /**
- * One conformance suite for both header serialize types (STYLE practice 7): every case here must
+ * One conformance suite for both header serialize types (docs/CONVENTIONS.md §7): every case here must
  * hold for JSON (type 0) and ROCKETMQ (type 1). The few places where the two formats differ by
  * design are spelled out as `Traits`, each with the reason, instead of being skipped.
  */
@@ -127,7 +127,7 @@ export function runHeaderCodecSuite(serializeType: SerializeType): void {
       expect(decoded.body).toBeUndefined();
     });
 
-    test("the length words follow §1.1: length = 4 + header + body, top byte = serialize type", () => {
+    test("the length words follow docs/PROTOCOL.md §1.1: length = 4 + header + body, top byte = serialize type", () => {
       const body = Uint8Array.of(9, 9, 9);
       const frame = encodeCommand(cmd(serializeType, { remark: "r", extFields: { a: "1" }, body }));
       const view = new DataView(frame.buffer, frame.byteOffset, frame.byteLength);

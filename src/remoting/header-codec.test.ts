@@ -1,6 +1,6 @@
 /**
  * Header codecs: the shared conformance suite on both serialize types, golden frames built by hand
- * from the documented layout (wire reference §1.1, §1.2, §1.7), and the format-specific ways a
+ * from the documented layout (docs/PROTOCOL.md §1.1, §1.2, §1.7), and the format-specific ways a
  * header can be malformed. Every malformed input must come back as `{ invalid }`, never a throw.
  */
 import { describe, expect, test } from "bun:test";
@@ -28,7 +28,7 @@ function reason(r: HeaderResult): string {
 }
 
 describe("golden frames (hand-built from the documented layout, checked-in hex)", () => {
-  // The ali-ons request of wire reference §1.2, with the extFields values as native JSON scalars.
+  // The ali-ons request of docs/PROTOCOL.md §1.2, with the extFields values as native JSON scalars.
   const aliOnsHeader =
     '{"code":310,"language":"JAVA","opaque":7,"flag":0,"version":121,"extFields":{"a":"PG","b":"TopicA","c":"TBW102",' +
     '"d":4,"e":2,"f":0,"g":1700000000000,"h":0,"i":"TAGS\\u0001TagA\\u0002","j":0,"k":false}}';
@@ -147,7 +147,7 @@ describe("golden frames (hand-built from the documented layout, checked-in hex)"
   });
 });
 
-describe("ROCKETMQ header layout (§1.7)", () => {
+describe("ROCKETMQ header layout (docs/PROTOCOL.md §1.7)", () => {
   test("ROCKETMQ_HEADER_FIXED_SIZE = code 2 + language 1 + version 2 + opaque 4 + flag 4 + remark length 4 + ext length 4", () => {
     expect(ROCKETMQ_HEADER_FIXED_SIZE).toBe(2 + 1 + 2 + 4 + 4 + 4 + 4);
   });
@@ -158,7 +158,7 @@ describe("ROCKETMQ header layout (§1.7)", () => {
     expect(decodeRocketmqHeader(bytes, EXT_FIELDS_MAX)).toEqual({ code: 11, language: "GO", version: 121, opaque: -1, flag: 2 });
   });
 
-  test("the language byte table matches §1.5", () => {
+  test("the language byte table matches docs/PROTOCOL.md §1.5", () => {
     const names = ["JAVA", "CPP", "DOTNET", "PYTHON", "DELPHI", "ERLANG", "RUBY", "OTHER", "HTTP", "GO", "PHP", "OMS", "RUST", "NODE_JS"];
     names.forEach((name, i) => {
       expect(languageToByte(name)).toBe(i);
@@ -232,7 +232,7 @@ describe("ROCKETMQ header layout (§1.7)", () => {
   }
 });
 
-describe("JSON header (§1.2)", () => {
+describe("JSON header (docs/PROTOCOL.md §1.2)", () => {
   const dec = (text: string) => decodeJsonHeader(utf8(text), EXT_FIELDS_MAX);
 
   test("Java's alphabetical key order, string values and serializeTypeCurrentRPC are accepted", () => {

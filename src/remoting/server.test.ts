@@ -125,7 +125,7 @@ function binaryRequest(code: number, opaque: number, flag = 0): Uint8Array {
 }
 
 /**
- * Reads a response the way ali-ons 3.12.0 does (wire reference §1.1): the whole word at offset 4
+ * Reads a response the way ali-ons 3.12.0 does (docs/PROTOCOL.md §1.1): the whole word at offset 4
  * is the header length (no type mask), and the header always goes through JSON.parse.
  */
 function aliOnsDecode(frame: Uint8Array): { header: Record<string, unknown>; body: Uint8Array } {

@@ -2,7 +2,7 @@
  * Helpers shared by the remoting tests (imported only by *.test.ts and header-codec.suite.ts).
  *
  * The byte builders here write big-endian integers and UTF-8 strings by hand, so tests can build
- * frames straight from the documented layout (wire reference §1.1 and §1.7) without going through
+ * frames straight from the documented layout (docs/PROTOCOL.md §1.1 and §1.7) without going through
  * the encoder they are meant to check.
  */
 import { parseHexFixture } from "../../test/harness/fuzz.ts";
@@ -43,7 +43,7 @@ export function frameBytes(serializeType: number, header: Uint8Array, body: Uint
   return concat(u32(4 + header.length + body.length), u32(((serializeType & 0xff) << 24) | header.length), header, body);
 }
 
-/** A ROCKETMQ header from the §1.7 layout; entries are written in the given order, as given. */
+/** A ROCKETMQ header from the docs/PROTOCOL.md §1.7 layout; entries are written in the given order, as given. */
 export function rocketmqHeaderBytes(h: {
   code: number;
   languageByte: number;

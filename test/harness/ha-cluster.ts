@@ -1,5 +1,5 @@
 /**
- * A small DSL for master/slave scenarios on the compiled binary (STYLE practice 9): name servers,
+ * A small DSL for master/slave scenarios on the compiled binary (docs/CONVENTIONS.md §9): name servers,
  * broker groups of one master and its slaves, each a separate process on 127.0.0.1 with its own
  * temp dir, driven over the real wire and the admin API.
  *

@@ -1,6 +1,6 @@
 /**
  * The compiled binary as a master broker, driven over the real wire: the query and admin requests
- * of wire reference §3.11, §3.12 and §3.15 (QUERY_MESSAGE, VIEW_MESSAGE_BY_ID, runtime info,
+ * of docs/PROTOCOL.md §3.11, §3.12 and §3.15 (QUERY_MESSAGE, VIEW_MESSAGE_BY_ID, runtime info,
  * connections, offsets, subscription groups, rebalance locks, topic and consume stats), their
  * error answers, the same requests on the VIP port, and a slave refusing group writes.
  */

@@ -1,6 +1,6 @@
 /**
- * The compiled binary as a master broker: delayed delivery over the real wire (wire reference
- * §5.6, §4.4). A message sent with DELAY=1 (1 s) or `__STARTDELIVERTIME` (ali-ons'
+ * The compiled binary as a master broker: delayed delivery over the real wire (docs/STORAGE.md
+ * §6, docs/PROTOCOL.md §4.4). A message sent with DELAY=1 (1 s) or `__STARTDELIVERTIME` (ali-ons'
  * setStartDeliverTime) is not pullable from its topic before its due time, and is after it; a
  * delivery time in the past is delivered at once. No fixed sleeps: pulls are polled until a deadline.
  */

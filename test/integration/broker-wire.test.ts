@@ -277,7 +277,7 @@ function records(res: RemotingCommand): DecodedRecord[] {
 
 const bodyText = (r: DecodedRecord) => dec.decode(r.body);
 
-/** Java requires all four on codes 0/19/20/21 (wire reference §3.5, Appendix B.7). */
+/** Java requires all four on codes 0/19/20/21 (docs/PROTOCOL.md §3.5, §8.7). */
 function expectPullHeader(res: RemotingCommand, code: number, fields: { next?: number; min?: number; max?: number } = {}): void {
   expect({ code: res.code, remark: res.remark }).toMatchObject({ code });
   const e = res.extFields ?? {};
@@ -305,7 +305,7 @@ async function route(c: Cluster, topic: string): Promise<RemotingCommand> {
   return cl.invoke(c.ns.namesrvAddr, routeRequest(topic), 3000);
 }
 
-/** Offset msg id: store IP, store port, commit-log offset (wire reference §4.6). */
+/** Offset msg id: store IP, store port, commit-log offset (docs/PROTOCOL.md §4.6). */
 function parseMsgId(id: string): { ip: string; port: number; offset: number } {
   expect(id).toMatch(/^[0-9A-F]{32}$/);
   const b = Buffer.from(id, "hex");

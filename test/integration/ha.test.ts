@@ -1,5 +1,5 @@
 /**
- * Master/slave replication on the compiled binary (wire reference §6.5, §6.6, §7): every broker
+ * Master/slave replication on the compiled binary (docs/PROTOCOL.md §5.5, §5.6, docs/STORAGE.md §10): every broker
  * is its own process on 127.0.0.1, driven over the real wire and the admin API through the
  * HaCluster DSL (test/harness/ha-cluster.ts). CommitLogs are compared as files, byte for byte.
  */

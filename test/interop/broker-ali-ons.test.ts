@@ -4,7 +4,7 @@
  * waits for the name server to route them, and then only ali-ons talks to the broker. Raw calls
  * (admin API, PULL_MESSAGE through ali-ons' own MQClientAPI) are used only to inspect results.
  *
- * ali-ons facts these tests lean on (wire reference §10, Appendix B): consumers rebalance on a
+ * ali-ons facts these tests lean on (docs/PROTOCOL.md §7, §8): consumers rebalance on a
  * timer (`rebalanceInterval`, lowered here), new groups start at offset 0 on young queues, offsets
  * travel in pulls and in UPDATE_CONSUMER_OFFSET (also on close), failed messages go back with
  * CONSUMER_SEND_MSG_BACK (delayLevel 0 → level 3 + reconsumeTimes), bodies ≥ 4096 bytes are

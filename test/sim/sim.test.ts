@@ -1,5 +1,5 @@
 /**
- * The seeded HA simulation (STYLE practice 6; the run itself is ./world.ts). Every run prints its
+ * The seeded HA simulation (docs/CONVENTIONS.md §6; the run itself is ./world.ts). Every run prints its
  * seed; `SEED=<n> bun test test/sim` replays exactly that run, `SIM_SEEDS=<k>` runs k seeds drawn
  * at random (`SIM_STEPS=<n>` makes each longer), `SIM_TRACE=1` prints every run's event trace.
  *

@@ -1,5 +1,5 @@
 /**
- * One simulated run (STYLE practice 6): a master store + HAService and a slave store + HAClient in
+ * One simulated run (docs/CONVENTIONS.md §6): a master store + HAService and a slave store + HAClient in
  * this process, on an in-memory disk (./disk.ts) and link (./net.ts), on simulated time
  * (./clock.ts), every choice drawn from one seeded PRNG. `runSimulation(seed)` returns what
  * happened, or throws on the first broken invariant with the step and the seed in the message.

@@ -1,5 +1,5 @@
 /**
- * AdminProcessor: the admin-tool and slave-sync requests of wire reference §3.11 and §3.15
+ * AdminProcessor: the admin-tool and slave-sync requests of docs/PROTOCOL.md §3.11 and §3.15
  * (Java `AdminBrokerProcessor`):
  *
  *   GET_BROKER_RUNTIME_INFO (28)               → {"table":{...}} (see admin-bodies.ts)

@@ -1,6 +1,6 @@
 /**
  * decodeHeartbeat: HeartbeatData JSON from a socket is input; it becomes a typed value or a reason,
- * never an exception (wire reference §3.2).
+ * never an exception (docs/PROTOCOL.md §3.2).
  */
 import { describe, expect, test } from "bun:test";
 import { javaStringHashCode } from "../../commitlog/index.ts";

@@ -1,5 +1,5 @@
 /**
- * ClientManageProcessor: HEART_BEAT, UNREGISTER_CLIENT, CHECK_CLIENT_CONFIG (wire reference §3.2,
+ * ClientManageProcessor: HEART_BEAT, UNREGISTER_CLIENT, CHECK_CLIENT_CONFIG (docs/PROTOCOL.md §3.2,
  * §3.3). Membership is registered *before* the heartbeat is answered, because clients ask
  * GET_CONSUMER_LIST_BY_GROUP right after.
  */

@@ -2,7 +2,7 @@
  * ConsumerManageProcessor: consumer membership and offsets — GET_CONSUMER_LIST_BY_GROUP,
  * QUERY_CONSUMER_OFFSET, UPDATE_CONSUMER_OFFSET — and the per-queue offset queries
  * GET_MAX_OFFSET, GET_MIN_OFFSET, SEARCH_OFFSET_BY_TIMESTAMP, GET_EARLIEST_MSG_STORETIME
- * (wire reference §3.6–§3.8).
+ * (docs/PROTOCOL.md §3.6–§3.8).
  */
 import { jsonBytes } from "../../common/json.ts";
 import {

@@ -1,5 +1,5 @@
 /**
- * EndTransactionProcessor: END_TRANSACTION (37), wire reference §8 item 2–3. The Java client sends
+ * EndTransactionProcessor: END_TRANSACTION (37), docs/PROTOCOL.md §6 item 2–3. The Java client sends
  * it oneway (no answer ever leaves); the answer below exists for callers that send it as a normal
  * request (ali-ons style flag 0, tests, tools). A slave refuses it, as it refuses sends.
  *

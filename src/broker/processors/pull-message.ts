@@ -1,5 +1,5 @@
 /**
- * PullMessageProcessor: PULL_MESSAGE (wire reference §3.5), and LITE_PULL_MESSAGE, which the 5.x
+ * PullMessageProcessor: PULL_MESSAGE (docs/PROTOCOL.md §3.5), and LITE_PULL_MESSAGE, which the 5.x
  * client's DefaultLitePullConsumer sends with the same header and the LITE_PULL sys flag and which
  * the 5.x broker answers with the same processor. Checks the group and topic, picks
  * the subscription (from the request when the SUBSCRIPTION flag is set, else from the group's

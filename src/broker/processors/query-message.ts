@@ -1,6 +1,6 @@
 /**
  * QueryMessageProcessor: QUERY_MESSAGE (by key or unique key, through the IndexFiles) and
- * VIEW_MESSAGE_BY_ID (by CommitLog offset, decoded from an offset message id) — wire reference
+ * VIEW_MESSAGE_BY_ID (by CommitLog offset, decoded from an offset message id) — docs/PROTOCOL.md
  * §3.12; Java `QueryMessageProcessor`. Both answer with stored records as they are on disk.
  *
  *   QUERY_MESSAGE      topic, key, maxNum, beginTimestamp, endTimestamp [, _UNIQUE_KEY_QUERY]

@@ -1,6 +1,6 @@
 /**
  * SendMessageProcessor: SEND_MESSAGE (long header names), SEND_MESSAGE_V2 (single letters),
- * SEND_BATCH_MESSAGE and CONSUMER_SEND_MSG_BACK (wire reference §3.4, §3.9, §4.8).
+ * SEND_BATCH_MESSAGE and CONSUMER_SEND_MSG_BACK (docs/PROTOCOL.md §3.4, §3.9, §4.8).
  *
  * Order of checks, as the Java broker: role → topic name → system topic → topic exists (or is
  * auto-created) → queue id → writable → retry/DLQ redirect → size limits → store. Every refusal

@@ -1,6 +1,6 @@
 /**
  * TopicAdminProcessor: UPDATE_AND_CREATE_TOPIC, DELETE_TOPIC_IN_BROKER, GET_ALL_TOPIC_CONFIG
- * (wire reference §3.10, §3.15). A slave refuses writes: its topics follow its master.
+ * (docs/PROTOCOL.md §3.10, §3.15). A slave refuses writes: its topics follow its master.
  */
 import { jsonBytes } from "../../common/json.ts";
 import {

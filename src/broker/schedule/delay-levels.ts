@@ -1,5 +1,5 @@
 /**
- * RocketMQ's `messageDelayLevel` (wire reference §5.6): whitespace-separated durations, one per
+ * RocketMQ's `messageDelayLevel` (docs/STORAGE.md §6): whitespace-separated durations, one per
  * delay level, level 1 first. Level n parks its messages in queue n − 1 of SCHEDULE_TOPIC_XXXX.
  *
  *   "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"   (the default, 18 levels)

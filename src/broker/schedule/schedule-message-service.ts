@@ -1,6 +1,6 @@
 /**
- * ScheduleMessageService: delayed and timed delivery through SCHEDULE_TOPIC_XXXX (wire reference
- * §5.6, §5.3, §4.4). RocketMQ 4.x delay levels, plus arbitrary delivery times (ali-ons'
+ * ScheduleMessageService: delayed and timed delivery through SCHEDULE_TOPIC_XXXX (docs/STORAGE.md
+ * §6, §3, docs/PROTOCOL.md §4.4). RocketMQ 4.x delay levels, plus arbitrary delivery times (ali-ons'
  * `__STARTDELIVERTIME`, 5.x's `TIMER_DELIVER_MS` / `TIMER_DELAY_SEC`), which the Apache 4.9
  * broker ignores.
  *

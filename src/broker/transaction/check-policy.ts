@@ -1,5 +1,5 @@
 /**
- * What the check service does with the half record at its scan cursor (wire reference §8 item 4).
+ * What the check service does with the half record at its scan cursor (docs/PROTOCOL.md §6 item 4).
  * A pure decision over the record, its properties, whether its transaction is resolved, and the
  * clock, so the rules are tested without a store or a timer. First matching row wins:
  *

@@ -1,5 +1,5 @@
 /**
- * Transactional messages on disk (wire reference §8): the rewrites between a producer's half
+ * Transactional messages on disk (docs/PROTOCOL.md §6): the rewrites between a producer's half
  * message, its parked copy in RMQ_SYS_TRANS_HALF_TOPIC, the committed message and the op record.
  * Pure functions over PutMessageRequest / DecodedRecord; no store, no clock.
  *

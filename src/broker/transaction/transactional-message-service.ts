@@ -1,5 +1,5 @@
 /**
- * TransactionalMessageService: RocketMQ 4.x transactions on the broker (wire reference §8).
+ * TransactionalMessageService: RocketMQ 4.x transactions on the broker (docs/PROTOCOL.md §6).
  *
  *   prepare         a half message is stored in RMQ_SYS_TRANS_HALF_TOPIC queue 0 (half-message.ts)
  *   endTransaction  END_TRANSACTION commit: the half record, checked against the request, is stored
