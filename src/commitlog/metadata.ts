@@ -7,7 +7,7 @@
  *   topics.json               TopicConfigManager          on every change (write-through)
  *   subscriptionGroup.json    SubscriptionGroupManager    on every change (write-through)
  *   consumerOffset.json       ConsumerOffsetManager       persistIfDirty(): every 5 s, shutdown
- *   delayOffset.json          DelayOffsetManager          persistIfDirty(): every 10 s, shutdown
+ *   delayOffset.json          DelayOffsetManager          persistIfDirty(): every 5 s, shutdown 
  *
  * Each file is written through `writeFileAtomic` (temp + fsync + `.bak` of the previous version +
  * rename) and read through `readFileWithBackup` with fastjson's unquoted numeric keys accepted.
