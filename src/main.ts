@@ -103,15 +103,9 @@ function startRole(config: Config, portsFile: string | undefined, runtime: Runti
     if (config.role === "namesrv" || config.role === "standalone") {
       const ns = config.namesrv;
       namesrv = new NamesrvController({
-        host: ns.listen.host,
-        port: ns.listen.port,
-        brokerExpiredMs: ns.brokerExpiredMs,
-        brokerScanIntervalMs: ns.brokerScanIntervalMs,
-        orderMessageEnable: ns.orderMessageEnable,
-        kvConfigPath: ns.kvConfigPath,
+        namesrv: ns,
+        remoting: config.remoting,
         storeDir: config.store.dir,
-        frameSizeMaxBytes: config.remoting.frameSizeMaxBytes,
-        connectionBufferMaxBytes: config.remoting.connectionBufferMaxBytes,
         configAccess: runtime.namesrvAccess(),
       });
       const port = bindOrExplain("namesrv.listen", ns.listen.host, ns.listen.port, () => namesrv!.start());
@@ -124,60 +118,11 @@ function startRole(config: Config, portsFile: string | undefined, runtime: Runti
     let broker: BrokerController | undefined;
     if (config.role !== "namesrv") {
       const b = config.broker;
-      const st = config.store;
       broker = new BrokerController({
-        host: b.listen.host,
-        port: b.listen.port,
-        brokerIP1: b.brokerIP1,
-        namesrvAddr: b.namesrvAddr,
-        clusterName: b.brokerClusterName,
-        brokerName: b.brokerName,
-        brokerId: b.brokerId,
-        brokerRole: b.brokerRole,
-        autoCreateTopicEnable: b.autoCreateTopicEnable,
-        defaultTopicQueueNums: b.defaultTopicQueueNums,
-        registerNameServerPeriodMs: b.registerNameServerPeriodMs,
-        maxMessageSizeBytes: b.maxMessageSizeBytes,
-        pullHoldMaxMs: b.pullHoldMaxMs,
-        channelExpiredMs: b.channelExpiredMs,
+        broker: config.broker,
+        store: config.store,
+        remoting: config.remoting,
         configAccess: runtime.brokerAccess(),
-        haMasterAddress: b.haMasterAddress,
-        slaveReadEnable: b.slaveReadEnable,
-        enablePropertyFilter: b.enablePropertyFilter,
-        haSlaveTimeoutMs: b.haSlaveTimeoutMs,
-        haTransferBatchBytes: b.haTransferBatchBytes,
-        messageDelayLevel: b.messageDelayLevel,
-        transactionCheckIntervalMs: b.transactionCheckIntervalMs,
-        transactionTimeOutMs: b.transactionTimeOutMs,
-        transactionCheckMax: b.transactionCheckMax,
-        frameSizeMaxBytes: config.remoting.frameSizeMaxBytes,
-        connectionBufferMaxBytes: config.remoting.connectionBufferMaxBytes,
-        store: {
-          dir: st.dir,
-          segmentBytes: st.commitLogSegmentBytes,
-          flushDiskType: st.flushDiskType,
-          flushIntervalMs: st.flushIntervalMs,
-          flushCommitLogLeastPages: st.flushCommitLogLeastPages,
-          flushCommitLogThoroughIntervalMs: st.flushCommitLogThoroughIntervalMs,
-          flushConsumeQueueLeastPages: st.flushConsumeQueueLeastPages,
-          flushConsumeQueueThoroughIntervalMs: st.flushConsumeQueueThoroughIntervalMs,
-          syncFlushTimeoutMs: st.syncFlushTimeoutMs,
-          consumeQueueUnitsPerFile: st.consumeQueueUnitsPerFile,
-          indexSlotNum: st.indexSlotNum,
-          indexNum: st.indexNum,
-          checkCrcOnRecover: st.checkCrcOnRecover,
-          fileReservedTimeHours: st.fileReservedTimeHours,
-          deleteWhen: st.deleteWhen,
-          diskMaxUsedSpaceRatio: st.diskMaxUsedSpaceRatio,
-          diskCriticalRatio: st.diskCriticalRatio,
-          deleteCommitLogFilesIntervalMs: st.deleteCommitLogFilesIntervalMs,
-          maxTransferBytesOnMessageInMemory: st.maxTransferBytesOnMessageInMemory,
-          maxTransferCountOnMessageInMemory: st.maxTransferCountOnMessageInMemory,
-          maxTransferBytesOnMessageInDisk: st.maxTransferBytesOnMessageInDisk,
-          maxTransferCountOnMessageInDisk: st.maxTransferCountOnMessageInDisk,
-          accessMessageInMemoryMaxRatio: st.accessMessageInMemoryMaxRatio,
-          accessMessageInMemoryMaxBytes: st.accessMessageInMemoryMaxBytes,
-        },
       });
       const bound = bindOrExplain("broker.listen", b.listen.host, b.listen.port, () => broker!.bind());
       const ctl = broker;

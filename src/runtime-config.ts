@@ -44,29 +44,15 @@ export interface ConfigDataVersion {
   counter: number;
 }
 
-const BROKER_KEYS = new Set<string>([
-  "slaveReadEnable",
-  "enablePropertyFilter",
-  "haSlaveTimeoutMs",
-  "autoCreateTopicEnable",
-  "defaultTopicQueueNums",
-  "registerNameServerPeriodMs",
-  "maxMessageSizeBytes",
-  "pullHoldMaxMs",
-  "channelExpiredMs",
-  "transactionCheckIntervalMs",
-  "transactionTimeOutMs",
-  "transactionCheckMax",
-]);
-
-/** Where a live key goes; undefined for a key no component knows how to change (a bug, see the test). */
+/**
+ * Where a live key goes: its schema section names the component (the schema's `live` flag alone
+ * says which keys are live). Undefined for a live key no component takes (a bug, see the test).
+ */
 export function routeOf(key: KeyPath): "log" | "broker" | "namesrvAddr" | "store" | "namesrv" | undefined {
   if (key === "logLevel") return "log";
   if (key === "broker.namesrvAddr") return "namesrvAddr";
-  const [section, name] = key.split(".") as [string, string];
-  if (section === "broker" && BROKER_KEYS.has(name)) return "broker";
-  if (section === "store") return "store";
-  if (section === "namesrv" && ["brokerExpiredMs", "brokerScanIntervalMs", "orderMessageEnable"].includes(name)) return "namesrv";
+  const section = key.slice(0, key.indexOf("."));
+  if (section === "broker" || section === "store" || section === "namesrv") return section;
   return undefined;
 }
 

@@ -106,10 +106,13 @@ describe("tidy", () => {
   test("no FIXME in src/, no source line longer than the limit", () => {
     const problems: string[] = [];
     for (const f of sources) {
-      text.get(f)!.split("\n").forEach((line, i) => {
-        if (line.includes("FIXME")) problems.push(`${rel(f)}:${i + 1}: FIXME`);
-        if (line.length > LINE_MAX) problems.push(`${rel(f)}:${i + 1}: ${line.length} > ${LINE_MAX} characters`);
-      });
+      text
+        .get(f)!
+        .split("\n")
+        .forEach((line, i) => {
+          if (line.includes("FIXME")) problems.push(`${rel(f)}:${i + 1}: FIXME`);
+          if (line.length > LINE_MAX) problems.push(`${rel(f)}:${i + 1}: ${line.length} > ${LINE_MAX} characters`);
+        });
     }
     expect(problems).toEqual([]);
   });
@@ -120,8 +123,8 @@ describe("tidy", () => {
       remoting: ["common", "remoting"],
       commitlog: ["common", "commitlog"],
       ha: ["common", "commitlog", "ha"],
-      namesrv: ["common", "remoting", "namesrv"],
-      broker: ["common", "remoting", "commitlog", "ha", "broker"],
+      namesrv: ["common", "remoting", "config", "namesrv"],
+      broker: ["common", "remoting", "commitlog", "ha", "config", "broker"],
       client: ["common", "remoting", "client"],
       config: ["common", "config"],
       cli: ["common", "config", "cli"],
@@ -135,6 +138,16 @@ describe("tidy", () => {
         const to = moduleOf(imp);
         if (to === null) continue;
         if (!(allowed[from] ?? []).includes(to)) problems.push(`${rel(f)} imports ${relative(ROOT, imp)} (${from} → ${to})`);
+      }
+    }
+    expect(problems).toEqual([]);
+  });
+
+  test("components take their configuration as the schema's types, nothing else from config/", () => {
+    const problems: string[] = [];
+    for (const f of sources.filter((x) => moduleOf(x) === "broker" || moduleOf(x) === "namesrv")) {
+      for (const imp of imports(f)) {
+        if (moduleOf(imp) === "config" && !imp.endsWith("/config/schema.ts")) problems.push(`${rel(f)} imports ${relative(ROOT, imp)}`);
       }
     }
     expect(problems).toEqual([]);

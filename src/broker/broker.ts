@@ -5,6 +5,7 @@
  * info functions for the admin API. Start order: bind ports → open the store → register.
  */
 import { networkInterfaces } from "node:os";
+import type { Config } from "../config/schema.ts";
 import { scope, type Logger } from "../common/log.ts";
 import { MessageConst, parseProperties, SysFlag, tagsHashCode, transactionType, type DecodedRecord } from "../common/message-record.ts";
 import {
@@ -14,7 +15,6 @@ import {
   parseHostAddress,
   SubscriptionGroupManager,
   TopicConfigManager,
-  type MessageStoreOptions,
   type StoreRuntimeOptions,
   type TopicConfig,
 } from "../commitlog/index.ts";
@@ -44,52 +44,18 @@ import { QueryMessageProcessor } from "./processors/query-message.ts";
 import { EndTransactionProcessor } from "./processors/end-transaction.ts";
 import { SendMessageProcessor } from "./processors/send-message.ts";
 import { TopicAdminProcessor } from "./processors/topic-admin.ts";
-import { DEFAULT_MESSAGE_DELAY_LEVEL, parseDelayLevels } from "./schedule/delay-levels.ts";
+import { parseDelayLevels } from "./schedule/delay-levels.ts";
 import { ensureScheduleTopic, ScheduleMessageService } from "./schedule/schedule-message-service.ts";
-import {
-  TRANSACTION_CHECK_INTERVAL_MS_DEFAULT,
-  TRANSACTION_CHECK_MAX_DEFAULT,
-  TRANSACTION_TIMEOUT_MS_DEFAULT,
-  TransactionalMessageService,
-  type TransactionStats,
-} from "./transaction/transactional-message-service.ts";
+import { TransactionalMessageService, type TransactionStats } from "./transaction/transactional-message-service.ts";
 
+/**
+ * The broker's configuration: the schema's broker, store and remoting sections exactly as loaded
+ * and checked (src/config/schema.ts is the one place a key, its default and its range are named).
+ */
 export interface BrokerOptions {
-  host: string;
-  port: number;
-  /** Advertised IP ("" = derive from host). */
-  brokerIP1: string;
-  namesrvAddr: string[];
-  clusterName: string;
-  brokerName: string;
-  brokerId: number;
-  brokerRole: BrokerRole;
-  autoCreateTopicEnable: boolean;
-  defaultTopicQueueNums: number;
-  registerNameServerPeriodMs: number;
-  maxMessageSizeBytes: number;
-  /** RocketMQ's messageDelayLevel, e.g. "1s 5s 10s" (default: RocketMQ's 18 levels). */
-  messageDelayLevel?: string;
-  frameSizeMaxBytes: number;
-  connectionBufferMaxBytes: number;
-  /** Store options except those the broker derives (storeHost, readOnly). */
-  store: Omit<MessageStoreOptions, "storeHost" | "readOnly" | "maxMessageSizeBytes">;
-  /** Slave: fixed master HA address ("" = learn it from the name server). */
-  haMasterAddress?: string;
-  /** Master: let pulls of cold data be redirected to a slave (RocketMQ's slaveReadEnable). */
-  slaveReadEnable?: boolean;
-  /** Accept SQL92 subscriptions and filter by message properties (RocketMQ's enablePropertyFilter). */
-  enablePropertyFilter?: boolean;
-  haTransferBatchBytes?: number;
-  /** SYNC_MASTER: how long a send waits for a slave's acknowledgement. */
-  haSlaveTimeoutMs?: number;
-  slaveSyncIntervalMs?: number;
-  channelExpiredMs?: number;
-  pullHoldMaxMs?: number;
-  /** RocketMQ's transactionCheckInterval / transactionTimeOut / transactionCheckMax. */
-  transactionCheckIntervalMs?: number;
-  transactionTimeOutMs?: number;
-  transactionCheckMax?: number;
+  broker: Config["broker"];
+  store: Config["store"];
+  remoting: Config["remoting"];
   now?: () => number;
   /** GET_BROKER_CONFIG / UPDATE_BROKER_CONFIG (without it both answer REQUEST_CODE_NOT_SUPPORTED). */
   configAccess?: BrokerConfigAccess;
@@ -134,6 +100,8 @@ export interface ReplicationInfo {
   master?: HAClientStatus & { masterAddr: string | undefined; lastMetadataSyncAt: number };
 }
 
+/** Slave: how often it copies its master's topics, offsets and groups (RocketMQ: 10 s). */
+const SLAVE_SYNC_INTERVAL_MS = 10_000;
 /** Slave: how often it asks its master for the master's CommitLog end (lag reporting). */
 const MASTER_OFFSET_POLL_MS = 1000;
 /** Slave: at most one metadata sync per this interval is brought forward by unknown topics. */
@@ -179,16 +147,24 @@ export class BrokerController {
   constructor(o: BrokerOptions) {
     this.#o = o;
     this.#now = o.now ?? Date.now;
-    this.#live = { haSlaveTimeoutMs: o.haSlaveTimeoutMs ?? 3000, channelExpiredMs: o.channelExpiredMs ?? 120_000 };
-    const serverOpts = { host: o.host, frameSizeMaxBytes: o.frameSizeMaxBytes, connectionBufferMaxBytes: o.connectionBufferMaxBytes };
-    this.#server = new RemotingServer({ ...serverOpts, port: o.port, log: scope("broker-remoting") });
+    this.#live = { haSlaveTimeoutMs: o.broker.haSlaveTimeoutMs, channelExpiredMs: o.broker.channelExpiredMs };
+    const serverOpts = {
+      host: o.broker.listen.host,
+      frameSizeMaxBytes: o.remoting.frameSizeMaxBytes,
+      connectionBufferMaxBytes: o.remoting.connectionBufferMaxBytes,
+    };
+    this.#server = new RemotingServer({ ...serverOpts, port: o.broker.listen.port, log: scope("broker-remoting") });
     // With an ephemeral listen port the VIP channel gets its own ephemeral port.
-    this.#vipServer = new RemotingServer({ ...serverOpts, port: o.port === 0 ? 0 : o.port - 2, log: scope("broker-vip") });
+    this.#vipServer = new RemotingServer({
+      ...serverOpts,
+      port: o.broker.listen.port === 0 ? 0 : o.broker.listen.port - 2,
+      log: scope("broker-vip"),
+    });
     this.#client = new RemotingClient({ ...REMOTING_CLIENT_DEFAULTS, log: scope("broker-outer") });
     this.#ha = new HAService({
-      host: o.host,
-      port: o.port === 0 ? 0 : o.port + 1,
-      batchBytes: o.haTransferBatchBytes ?? 256 * 1024,
+      host: o.broker.listen.host,
+      port: o.broker.listen.port === 0 ? 0 : o.broker.listen.port + 1,
+      batchBytes: o.broker.haTransferBatchBytes,
       heartbeatMs: 5000,
       idleTimeoutMs: 20_000,
       slaveFallbehindMaxBytes: 256 * 1024 * 1024,
@@ -220,8 +196,8 @@ export class BrokerController {
   }
 
   #advertisedIp(): string {
-    if (this.#o.brokerIP1) return this.#o.brokerIP1;
-    if (this.#o.host !== "0.0.0.0" && this.#o.host !== "::") return this.#o.host;
+    if (this.#o.broker.brokerIP1) return this.#o.broker.brokerIP1;
+    if (this.#o.broker.listen.host !== "0.0.0.0" && this.#o.broker.listen.host !== "::") return this.#o.broker.listen.host;
     for (const list of Object.values(networkInterfaces())) {
       for (const a of list ?? []) if (a.family === "IPv4" && !a.internal) return a.address;
     }
@@ -232,35 +208,36 @@ export class BrokerController {
    * Opens the store (recovering it), loads metadata, wires the processors and starts the
    * services. Call after bind(). Throws if the store cannot be opened.
    */
-  start(namesrvAddr: string[] = this.#o.namesrvAddr): void {
+  start(namesrvAddr: string[] = this.#o.broker.namesrvAddr): void {
     const o = this.#o;
     const dir = o.store.dir;
     const settings: BrokerSettings = {
-      clusterName: o.clusterName,
-      brokerName: o.brokerName,
-      brokerId: o.brokerId,
-      brokerRole: o.brokerRole,
+      clusterName: o.broker.brokerClusterName,
+      brokerName: o.broker.brokerName,
+      brokerId: o.broker.brokerId,
+      brokerRole: o.broker.brokerRole,
       brokerAddr: this.brokerAddr,
       storeHost: parseHostAddress(this.brokerAddr),
-      autoCreateTopicEnable: o.autoCreateTopicEnable,
+      autoCreateTopicEnable: o.broker.autoCreateTopicEnable,
       autoCreateSubscriptionGroup: true,
-      defaultTopicQueueNums: o.defaultTopicQueueNums,
-      maxMessageSizeBytes: o.maxMessageSizeBytes,
+      defaultTopicQueueNums: o.broker.defaultTopicQueueNums,
+      maxMessageSizeBytes: o.broker.maxMessageSizeBytes,
       regionId: "DefaultRegion",
       traceOn: true,
-      pullHoldMaxMs: o.pullHoldMaxMs ?? 20_000,
-      slaveReadEnable: o.slaveReadEnable ?? false,
-      enablePropertyFilter: o.enablePropertyFilter ?? false,
+      pullHoldMaxMs: o.broker.pullHoldMaxMs,
+      slaveReadEnable: o.broker.slaveReadEnable,
+      enablePropertyFilter: o.broker.enablePropertyFilter,
     };
     // Built before the store opens: recovery dispatch needs its tag codes (due times).
-    const levels = parseDelayLevels(o.messageDelayLevel ?? DEFAULT_MESSAGE_DELAY_LEVEL);
+    const levels = parseDelayLevels(o.broker.messageDelayLevel);
     if ("invalid" in levels) throw new Error(`broker.messageDelayLevel: ${levels.invalid}`);
     const schedule = new ScheduleMessageService({ levelDelaysMs: levels, now: this.#now, log: scope("schedule") });
     const store = MessageStore.open({
       ...o.store,
+      segmentBytes: o.store.commitLogSegmentBytes,
       storeHost: settings.storeHost,
-      readOnly: o.brokerRole === "SLAVE",
-      maxMessageSizeBytes: o.maxMessageSizeBytes,
+      readOnly: o.broker.brokerRole === "SLAVE",
+      maxMessageSizeBytes: o.broker.maxMessageSizeBytes,
       tagsCodeFor: schedule.tagsCodeFor,
     });
     for (const p of store.recovery?.problems ?? []) this.#log.warn(`store recovery: ${p}`);
@@ -270,10 +247,10 @@ export class BrokerController {
     const groups = new SubscriptionGroupManager({ dir, now: this.#now });
     for (const m of [topics, consumerOffsets, delayOffsets, groups]) for (const p of m.load()) this.#log.warn(`metadata: ${p}`);
     topics.ensureSystemTopics({
-      clusterName: o.clusterName,
-      brokerName: o.brokerName,
-      autoCreateTopicEnable: o.autoCreateTopicEnable,
-      defaultTopicQueueNums: o.defaultTopicQueueNums,
+      clusterName: o.broker.brokerClusterName,
+      brokerName: o.broker.brokerName,
+      autoCreateTopicEnable: o.broker.autoCreateTopicEnable,
+      defaultTopicQueueNums: o.broker.defaultTopicQueueNums,
     });
     ensureScheduleTopic(topics);
 
@@ -316,9 +293,9 @@ export class BrokerController {
     this.#ctx = ctx;
     const tx = new TransactionalMessageService(
       {
-        checkIntervalMs: o.transactionCheckIntervalMs ?? TRANSACTION_CHECK_INTERVAL_MS_DEFAULT,
-        transactionTimeOutMs: o.transactionTimeOutMs ?? TRANSACTION_TIMEOUT_MS_DEFAULT,
-        transactionCheckMax: o.transactionCheckMax ?? TRANSACTION_CHECK_MAX_DEFAULT,
+        checkIntervalMs: o.broker.transactionCheckIntervalMs,
+        transactionTimeOutMs: o.broker.transactionTimeOutMs,
+        transactionCheckMax: o.broker.transactionCheckMax,
         maxAgeMs: o.store.fileReservedTimeHours * 3_600_000,
       },
       scope("transaction"),
@@ -356,7 +333,7 @@ export class BrokerController {
     hold.start();
     this.#startReplication(ctx);
     this.#schedule = schedule;
-    if (o.brokerRole !== "SLAVE") schedule.start(ctx);
+    if (o.broker.brokerRole !== "SLAVE") schedule.start(ctx);
     // Check-backs come from the master only; a slave's half queue is a replica.
     tx.start();
     this.#startExpiryScan();
@@ -366,24 +343,24 @@ export class BrokerController {
       client: this.#client,
       namesrvs: namesrvAddr,
       identity: {
-        clusterName: o.clusterName,
+        clusterName: o.broker.brokerClusterName,
         brokerAddr: this.brokerAddr,
-        brokerName: o.brokerName,
-        brokerId: o.brokerId,
+        brokerName: o.broker.brokerName,
+        brokerId: o.broker.brokerId,
         haServerAddr: `${this.#advertisedIp()}:${this.#ports.ha}`,
       },
       topics: () => topics.wrapper(),
-      periodMs: o.registerNameServerPeriodMs,
+      periodMs: o.broker.registerNameServerPeriodMs,
       log: this.#log,
       onResult: (r) => {
         // A name server that does not list the master (it died, or this name server has not
         // heard from it yet) leaves the last known addresses in place: the HA client keeps
         // retrying them, and results from the other name servers do not flap them.
-        if (!r.ok || o.brokerRole !== "SLAVE" || !r.masterAddr) return;
+        if (!r.ok || o.broker.brokerRole !== "SLAVE" || !r.masterAddr) return;
         const changed = r.masterAddr !== this.#master.addr;
         this.#master = { addr: r.masterAddr, haAddr: r.haServerAddr ?? this.#master.haAddr };
         if (changed) {
-          this.#log.info(`master of ${o.brokerName} is ${r.masterAddr} (HA ${r.haServerAddr ?? "unknown"})`);
+          this.#log.info(`master of ${o.broker.brokerName} is ${r.masterAddr} (HA ${r.haServerAddr ?? "unknown"})`);
           void this.#slaveSync?.syncAll();
         }
       },
@@ -462,16 +439,16 @@ export class BrokerController {
   #startReplication(ctx: BrokerContext): void {
     const o = this.#o;
     this.#ha.attachStore(ctx.store);
-    if (o.brokerRole !== "SLAVE") {
+    if (o.broker.brokerRole !== "SLAVE") {
       ctx.store.onAppend = () => this.#ha.notifyNewData();
-      if (o.brokerRole === "SYNC_MASTER") {
+      if (o.broker.brokerRole === "SYNC_MASTER") {
         ctx.store.replicaWait = (offset) => this.#ha.waitForAck(offset, this.#live.haSlaveTimeoutMs);
       }
       return;
     }
     this.#haClient = new HAClient({
       store: ctx.store,
-      masterHaAddr: () => o.haMasterAddress || this.#master.haAddr,
+      masterHaAddr: () => o.broker.haMasterAddress || this.#master.haAddr,
       reportIntervalMs: 5000,
       idleTimeoutMs: 20_000,
       reconnectMs: 1000,
@@ -492,7 +469,7 @@ export class BrokerController {
     this.#slaveSync = sync;
     const haClient = this.#haClient;
     this.#timers.push(
-      setInterval(() => void sync.syncAll(), o.slaveSyncIntervalMs ?? 10_000),
+      setInterval(() => void sync.syncAll(), SLAVE_SYNC_INTERVAL_MS),
       setInterval(() => {
         void sync.masterMaxOffset().then((max) => {
           if (max !== undefined) haClient.noteMasterMaxOffset(max);
@@ -583,7 +560,7 @@ export class BrokerController {
 
   readonly info: BrokerInfo = {
     replication: () => {
-      const role = this.#o.brokerRole;
+      const role = this.#o.broker.brokerRole;
       if (role !== "SLAVE") return { role, slaves: this.#ha.status() };
       const st = this.#haClient?.status();
       return {

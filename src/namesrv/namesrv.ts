@@ -4,23 +4,19 @@
  * The clock is injected so expiry can be tested without waiting two minutes.
  */
 import { join } from "node:path";
+import type { Config } from "../config/schema.ts";
 import { scope } from "../common/log.ts";
 import { RemotingServer, type ConfigUpdateOutcome } from "../remoting/index.ts";
 import { KvConfigManager } from "./kv-config.ts";
 import { NamesrvRequestProcessor, type NamesrvProcessorDeps } from "./processors.ts";
 import { RouteInfoManager, type TopicRouteData } from "./route-info-manager.ts";
 
+/** The name server's configuration: the schema's namesrv and remoting sections as loaded and checked. */
 export interface NamesrvOptions {
-  host: string;
-  port: number;
-  brokerExpiredMs: number;
-  brokerScanIntervalMs: number;
-  orderMessageEnable: boolean;
-  /** "" = <storeDir>/namesrv/kvConfig.json */
-  kvConfigPath: string;
+  namesrv: Config["namesrv"];
+  remoting: Config["remoting"];
+  /** store.dir: kvConfig.json lives under it unless namesrv.kvConfigPath says otherwise. */
   storeDir: string;
-  frameSizeMaxBytes: number;
-  connectionBufferMaxBytes: number;
   now?: () => number;
   /** GET_NAMESRV_CONFIG / UPDATE_NAMESRV_CONFIG; without it both answer REQUEST_CODE_NOT_SUPPORTED. */
   configAccess?: NamesrvConfigAccess;
@@ -54,10 +50,11 @@ export interface NamesrvInfo {
 }
 
 /** What NamesrvController.reconfigure can change while it runs. */
-export type NamesrvRuntimeOptions = Partial<Pick<NamesrvOptions, "brokerExpiredMs" | "brokerScanIntervalMs" | "orderMessageEnable">>;
+export type NamesrvRuntimeOptions = Partial<Pick<Config["namesrv"], "brokerExpiredMs" | "brokerScanIntervalMs" | "orderMessageEnable">>;
 
 export class NamesrvController {
-  readonly #opts: NamesrvOptions;
+  /** The settings a reload may change (a copy: reconfigure() changes it). */
+  readonly #live: { brokerExpiredMs: number; brokerScanIntervalMs: number };
   /** The processor's deps, kept so a reload can change orderMessageEnable in place. */
   readonly #deps: NamesrvProcessorDeps;
   readonly #log = scope("namesrv");
@@ -68,21 +65,21 @@ export class NamesrvController {
   #scanTimer: ReturnType<typeof setInterval> | null = null;
 
   constructor(opts: NamesrvOptions) {
-    // A copy: reconfigure() changes it.
-    this.#opts = { ...opts };
+    const ns = opts.namesrv;
+    this.#live = { brokerExpiredMs: ns.brokerExpiredMs, brokerScanIntervalMs: ns.brokerScanIntervalMs };
     this.#now = opts.now ?? Date.now;
-    this.#kv = new KvConfigManager(opts.kvConfigPath || join(opts.storeDir, "namesrv", "kvConfig.json"));
+    this.#kv = new KvConfigManager(ns.kvConfigPath || join(opts.storeDir, "namesrv", "kvConfig.json"));
     this.#server = new RemotingServer({
-      host: opts.host,
-      port: opts.port,
-      frameSizeMaxBytes: opts.frameSizeMaxBytes,
-      connectionBufferMaxBytes: opts.connectionBufferMaxBytes,
+      host: ns.listen.host,
+      port: ns.listen.port,
+      frameSizeMaxBytes: opts.remoting.frameSizeMaxBytes,
+      connectionBufferMaxBytes: opts.remoting.connectionBufferMaxBytes,
       log: scope("namesrv-remoting"),
     });
     this.#deps = {
       routes: this.#routes,
       kv: this.#kv,
-      orderMessageEnable: opts.orderMessageEnable,
+      orderMessageEnable: ns.orderMessageEnable,
       now: this.#now,
       log: this.#log,
       ...(opts.configAccess ? { config: opts.configAccess } : {}),
@@ -100,25 +97,26 @@ export class NamesrvController {
   start(): number {
     this.#kv.load();
     const port = this.#server.start();
-    this.#scanTimer = setInterval(() => this.scanNotActiveBroker(), this.#opts.brokerScanIntervalMs);
+    this.#scanTimer = setInterval(() => this.scanNotActiveBroker(), this.#live.brokerScanIntervalMs);
     return port;
   }
 
   /** Config reload: expiry and scan interval (the scan timer restarts), ORDER_TOPIC_CONFIG in routes. */
   reconfigure(patch: NamesrvRuntimeOptions): void {
-    const scanChanged = patch.brokerScanIntervalMs !== undefined && patch.brokerScanIntervalMs !== this.#opts.brokerScanIntervalMs;
-    Object.assign(this.#opts, patch);
+    const scanChanged = patch.brokerScanIntervalMs !== undefined && patch.brokerScanIntervalMs !== this.#live.brokerScanIntervalMs;
+    if (patch.brokerExpiredMs !== undefined) this.#live.brokerExpiredMs = patch.brokerExpiredMs;
+    if (patch.brokerScanIntervalMs !== undefined) this.#live.brokerScanIntervalMs = patch.brokerScanIntervalMs;
     if (patch.orderMessageEnable !== undefined) this.#deps.orderMessageEnable = patch.orderMessageEnable;
     if (scanChanged && this.#scanTimer) {
       clearInterval(this.#scanTimer);
-      this.#scanTimer = setInterval(() => this.scanNotActiveBroker(), this.#opts.brokerScanIntervalMs);
+      this.#scanTimer = setInterval(() => this.scanNotActiveBroker(), this.#live.brokerScanIntervalMs);
     }
   }
 
   /** Drops brokers silent for longer than brokerExpiredMs (and closes their connections). */
   scanNotActiveBroker(): void {
-    for (const e of this.#routes.scanNotActiveBroker(this.#now(), this.#opts.brokerExpiredMs)) {
-      this.#log.warn(`broker ${e.brokerAddr} expired: no registration for ${this.#opts.brokerExpiredMs} ms`);
+    for (const e of this.#routes.scanNotActiveBroker(this.#now(), this.#live.brokerExpiredMs)) {
+      this.#log.warn(`broker ${e.brokerAddr} expired: no registration for ${this.#live.brokerExpiredMs} ms`);
     }
   }
 

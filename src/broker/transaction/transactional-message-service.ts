@@ -69,11 +69,6 @@ import {
   type OpEntry,
 } from "./half-message.ts";
 
-/** RocketMQ BrokerConfig defaults. */
-export const TRANSACTION_CHECK_INTERVAL_MS_DEFAULT = 60_000;
-export const TRANSACTION_TIMEOUT_MS_DEFAULT = 6_000;
-export const TRANSACTION_CHECK_MAX_DEFAULT = 15;
-
 /** Ops always reloaded at start, whatever the op cursor says (duplicate guard after a restart). */
 const RESOLVED_WINDOW = 65_536;
 /** Resolved transactions remembered at most; the oldest are forgotten first. */
