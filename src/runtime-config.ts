@@ -17,11 +17,11 @@
  * Changes over the wire are not written back to the file: the file stays the operator's, and the
  * next SIGHUP or restart goes back to it (the log says so, key by key).
  */
-import { scope, type Logger } from "./common/log.ts";
+import { scope, type Logger, type LogLevel } from "./common/log.ts";
 import { describeSource, loadConfig, toPlain, type CliFlags, type ConfigSources } from "./config/load.ts";
 import { readPropertyChanges, toProperties, type PropertyScope } from "./config/properties.ts";
 import { checkEffective, cloneConfig, describeChange, diffConfig, LIVE_KEYS, withLiveChanges, type KeyChange } from "./config/reload.ts";
-import { getValue, keyDef, type Config, type ConfigValue, type KeyPath, type LogLevel } from "./config/schema.ts";
+import { getValue, keyDef, type Config, type ConfigValue, type KeyPath } from "./config/schema.ts";
 import type { BrokerConfigAccess, BrokerRuntimeOptions } from "./broker/index.ts";
 import type { NamesrvConfigAccess, NamesrvRuntimeOptions } from "./namesrv/index.ts";
 import type { ConfigUpdateOutcome } from "./remoting/index.ts";

@@ -68,6 +68,25 @@ function unresolvedCitations(source: string, sections: (doc: string) => Set<stri
   return problems;
 }
 
+/**
+ * Definitions made in more than one file: an exported type, interface, class or enum name, or a
+ * top-level string constant's value (3+ characters). Protocol shapes and names have one home
+ * (src/protocol/, docs/ARCHITECTURE.md); a second copy drifts from the first.
+ */
+function duplicateDefinitions(files: Map<string, string>): [string, string[]][] {
+  const seen = new Map<string, string[]>();
+  const note = (key: string, file: string) => {
+    const list = seen.get(key) ?? [];
+    if (!list.includes(file)) list.push(file);
+    seen.set(key, list);
+  };
+  for (const [file, src] of files) {
+    for (const m of src.matchAll(/^export (?:declare )?(?:interface|type|class|enum) ([A-Za-z0-9_]+)/gm)) note(`type ${m[1]}`, file);
+    for (const m of src.matchAll(/^(?:export )?const [A-Za-z0-9_]+ = ("[^"\\\n]{3,}");/gm)) note(`string ${m[1]}`, file);
+  }
+  return [...seen].filter(([, where]) => where.length > 1);
+}
+
 function imports(file: string): string[] {
   const src = text.get(file)!;
   const out: string[] = [];
@@ -120,16 +139,17 @@ describe("tidy", () => {
   test("layering: each module imports only the layers below it", () => {
     const allowed: Record<string, string[]> = {
       common: ["common"],
-      remoting: ["common", "remoting"],
-      commitlog: ["common", "commitlog"],
-      ha: ["common", "commitlog", "ha"],
-      namesrv: ["common", "remoting", "config", "namesrv"],
-      broker: ["common", "remoting", "commitlog", "ha", "config", "broker"],
-      client: ["common", "remoting", "client"],
-      config: ["common", "config"],
-      cli: ["common", "config", "cli"],
-      admin: ["common", "admin", "namesrv", "broker", "ha"],
-      "(root)": ["common", "remoting", "commitlog", "ha", "namesrv", "broker", "client", "config", "cli", "admin", "(root)"],
+      protocol: ["common", "protocol"],
+      remoting: ["common", "protocol", "remoting"],
+      commitlog: ["common", "protocol", "commitlog"],
+      ha: ["common", "protocol", "commitlog", "ha"],
+      namesrv: ["common", "protocol", "remoting", "config", "namesrv"],
+      broker: ["common", "protocol", "remoting", "commitlog", "ha", "config", "broker"],
+      client: ["common", "protocol", "remoting", "client"],
+      config: ["common", "protocol", "config"],
+      cli: ["common", "protocol", "config", "cli"],
+      admin: ["common", "protocol", "admin", "namesrv", "broker", "ha"],
+      "(root)": ["common", "protocol", "remoting", "commitlog", "ha", "namesrv", "broker", "client", "config", "cli", "admin", "(root)"],
     };
     const problems: string[] = [];
     for (const f of sources) {
@@ -151,6 +171,26 @@ describe("tidy", () => {
       }
     }
     expect(problems).toEqual([]);
+  });
+
+  test("one home per protocol shape and constant: no exported type or string constant is defined twice", () => {
+    const problems: string[] = [];
+    for (const [what, where] of duplicateDefinitions(new Map(sources.map((f) => [rel(f), text.get(f)!]))))
+      problems.push(`${what} in ${where.join(", ")}`);
+    expect(problems).toEqual([]);
+  });
+
+  test("the duplicate-definition check finds copies under any name", () => {
+    const found = duplicateDefinitions(
+      new Map([
+        ["a.ts", 'export interface QueueData {}\nexport const RETRY = "%RETRY%";\nconst X = "ab";'],
+        ["b.ts", 'export type QueueData = { a: 1 };\nconst RETRY_PREFIX = "%RETRY%";\nconst Y = "ab";'],
+      ]),
+    );
+    expect(found).toEqual([
+      ["type QueueData", ["a.ts", "b.ts"]],
+      ['string "%RETRY%"', ["a.ts", "b.ts"]],
+    ]);
   });
 
   test("admin reads other modules only through their index.ts", () => {

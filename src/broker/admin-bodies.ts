@@ -11,11 +11,12 @@
  *   GET_PRODUCER_CONNECTION_LIST  {"connectionSet":[{"clientAddr","clientId","language","version"}]}
  */
 import { OUR_VERSION } from "../remoting/index.ts";
-import { readStoreTimestamp, decodeRecordAt, SCHEDULE_TOPIC, type TopicConfig } from "../commitlog/index.ts";
+import { readStoreTimestamp, decodeRecordAt } from "../commitlog/index.ts";
+import { SCHEDULE_TOPIC, type TopicConfig } from "../protocol/topics.ts";
 import { objectKeyedJson } from "../common/object-key-json.ts";
 import type { ClientChannel, ConsumerGroupInfo } from "./client-manager.ts";
 import type { BrokerContext } from "./context.ts";
-import type { MessageQueue } from "./rebalance-lock.ts";
+import type { MessageQueue } from "../protocol/route.ts";
 import type { BrokerStats, Rates } from "./stats.ts";
 
 /** MessageQueue in fastjson's field order. */

@@ -8,16 +8,9 @@ import { networkInterfaces } from "node:os";
 import type { Config } from "../config/schema.ts";
 import { scope, type Logger } from "../common/log.ts";
 import { MessageConst, parseProperties, SysFlag, tagsHashCode, transactionType, type DecodedRecord } from "../common/message-record.ts";
-import {
-  ConsumerOffsetManager,
-  DelayOffsetManager,
-  MessageStore,
-  parseHostAddress,
-  SubscriptionGroupManager,
-  TopicConfigManager,
-  type StoreRuntimeOptions,
-  type TopicConfig,
-} from "../commitlog/index.ts";
+import { MessageStore, parseHostAddress, type StoreRuntimeOptions } from "../commitlog/index.ts";
+import { ConsumerOffsetManager, DelayOffsetManager, SubscriptionGroupManager, TopicConfigManager } from "./metadata.ts";
+import { type TopicConfig } from "../protocol/topics.ts";
 import {
   createRequest,
   RemotingClient,
@@ -28,7 +21,8 @@ import {
   type RequestProcessor,
 } from "../remoting/index.ts";
 import { ConsumerManager, ProducerManager, type ClientChannel } from "./client-manager.ts";
-import type { BrokerContext, BrokerRole, BrokerSettings } from "./context.ts";
+import type { BrokerContext, BrokerSettings } from "./context.ts";
+import type { BrokerRole } from "../protocol/broker-config.ts";
 import { HAClient, HAService, type HAClientStatus, type SlaveStatus } from "../ha/index.ts";
 import { PullRequestHoldService } from "./long-polling.ts";
 import { BrokerStats } from "./stats.ts";
@@ -44,7 +38,7 @@ import { QueryMessageProcessor } from "./processors/query-message.ts";
 import { EndTransactionProcessor } from "./processors/end-transaction.ts";
 import { SendMessageProcessor } from "./processors/send-message.ts";
 import { TopicAdminProcessor } from "./processors/topic-admin.ts";
-import { parseDelayLevels } from "./schedule/delay-levels.ts";
+import { parseDelayLevels } from "../protocol/delay-levels.ts";
 import { ensureScheduleTopic, ScheduleMessageService } from "./schedule/schedule-message-service.ts";
 import { TransactionalMessageService, type TransactionStats } from "./transaction/transactional-message-service.ts";
 

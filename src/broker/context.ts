@@ -4,20 +4,13 @@
  * so no processor reaches through another object to find its collaborators.
  */
 import type { Logger } from "../common/log.ts";
-import type {
-  ConsumerOffsetManager,
-  DelayOffsetManager,
-  HostAddress,
-  MessageStore,
-  SubscriptionGroupManager,
-  TopicConfig,
-  TopicConfigManager,
-} from "../commitlog/index.ts";
+import type { HostAddress, MessageStore } from "../commitlog/index.ts";
+import type { ConsumerOffsetManager, DelayOffsetManager, SubscriptionGroupManager, TopicConfigManager } from "./metadata.ts";
+import type { TopicConfig } from "../protocol/topics.ts";
 import type { ConsumerManager, ProducerManager } from "./client-manager.ts";
 import type { PullRequestHoldService } from "./long-polling.ts";
 import type { BrokerStats } from "./stats.ts";
-
-export type BrokerRole = "ASYNC_MASTER" | "SYNC_MASTER" | "SLAVE";
+import type { BrokerRole } from "../protocol/broker-config.ts";
 
 export interface BrokerSettings {
   clusterName: string;

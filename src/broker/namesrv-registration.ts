@@ -7,7 +7,7 @@
 import { jsonBytes, parseJsonBytes } from "../common/json.ts";
 import type { Logger } from "../common/log.ts";
 import { createRequest, RemotingClient, RequestCode, ResponseCode } from "../remoting/index.ts";
-import type { TopicConfigWrapper } from "../commitlog/index.ts";
+import type { TopicConfigWrapper } from "./metadata.ts";
 
 export interface RegistrationIdentity {
   clusterName: string;

@@ -15,15 +15,10 @@
  * from a group whenever that group is locked, and from every group at most once per
  * `lockMaxLiveMs`; a group with no entries is dropped.
  */
+import type { MessageQueue } from "../protocol/route.ts";
 
 /** Java `rocketmq.broker.rebalance.lockMaxLiveTime`. */
 export const REBALANCE_LOCK_MAX_LIVE_MS = 60_000;
-
-export interface MessageQueue {
-  topic: string;
-  brokerName: string;
-  queueId: number;
-}
 
 interface LockEntry {
   clientId: string;

@@ -8,7 +8,7 @@
  */
 import { parseJsonBytes } from "../common/json.ts";
 import type { Logger } from "../common/log.ts";
-import type { ConsumerOffsetManager, DelayOffsetManager, SubscriptionGroupManager, TopicConfigManager } from "../commitlog/index.ts";
+import type { ConsumerOffsetManager, DelayOffsetManager, SubscriptionGroupManager, TopicConfigManager } from "./metadata.ts";
 import { createRequest, RequestCode, ResponseCode, type RemotingClient } from "../remoting/index.ts";
 
 export interface SlaveSyncDeps {

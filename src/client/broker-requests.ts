@@ -22,7 +22,7 @@ import { jsonBytes } from "../common/json.ts";
 import { objectKeyedJson, parseObjectKeyedJson } from "../common/object-key-json.ts";
 import { createResponse, RequestCode, ResponseCode, type RemotingCommand, type RemotingConnection } from "../remoting/index.ts";
 import { decodeMessages, type MessageExt } from "./message.ts";
-import type { MessageQueue } from "./route.ts";
+import type { MessageQueue } from "../protocol/route.ts";
 
 /** Java ProcessQueueInfo: the state of one queue a consumer holds. */
 export interface ProcessQueueInfo {

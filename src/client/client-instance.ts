@@ -23,7 +23,8 @@ import {
 } from "../remoting/index.ts";
 import { answerBrokerRequest, isConsumerAdminRequest, type ConsumerAdminHooks } from "./broker-requests.ts";
 import { MQBrokerError, MQClientError, MQTimeoutError } from "./errors.ts";
-import { MASTER_ID, parseRoute, type TopicRouteData } from "./route.ts";
+import { parseRoute } from "./route.ts";
+import { MASTER_ID, type TopicRouteData } from "../protocol/route.ts";
 
 export interface ClientInstanceOptions {
   namesrv: string | string[];

@@ -9,12 +9,12 @@ import { RequestCode, ResponseCode } from "../remoting/index.ts";
 import { errText, type ClientInstance, type HeartbeatConsumerData } from "./client-instance.ts";
 import { MQBrokerError, MQClientError } from "./errors.ts";
 import { decodeMessages, type MessageExt } from "./message.ts";
-import { allocateAveragely, MASTER_ID, mqKey, subscribeQueues, type MessageQueue, type TopicRouteData } from "./route.ts";
+import { allocateAveragely, mqKey, subscribeQueues } from "./route.ts";
+import { MASTER_ID, type MessageQueue, type TopicRouteData } from "../protocol/route.ts";
+import { RETRY_GROUP_TOPIC_PREFIX } from "../protocol/topics.ts";
 
 export type FromWhere = "last" | "first" | { timestamp: number };
 export type MessageModel = "clustering" | "broadcasting";
-
-export const RETRY_PREFIX = "%RETRY%";
 
 /**
  * What a consumer subscribes to: a TAG expression (`*`, `TagA || TagB`), or `{ sql }`, a SQL92
@@ -242,7 +242,7 @@ export class OffsetStore {
 export async function computeStartOffset(client: ClientInstance, store: OffsetStore, mq: MessageQueue, fromWhere: FromWhere): Promise<number> {
   const stored = await store.read(mq, true);
   if (stored >= 0) return stored;
-  if (mq.topic.startsWith(RETRY_PREFIX) || fromWhere === "first") return 0;
+  if (mq.topic.startsWith(RETRY_GROUP_TOPIC_PREFIX) || fromWhere === "first") return 0;
   const addr = client.brokerAddr(mq.brokerName, MASTER_ID) ?? client.brokerAddrForRead(mq.brokerName, 1)?.addr;
   if (!addr) throw new MQClientError(`no broker address for ${mq.brokerName}`);
   const res =

@@ -14,6 +14,6 @@ export { PushConsumer, type PushConsumerOptions, type MessageHandler, type Consu
 export { PullConsumer, type PullConsumerOptions } from "./pull-consumer.ts";
 export { MQClientError, MQBrokerError, MQTimeoutError } from "./errors.ts";
 export type { Message, MessageExt } from "./message.ts";
-export type { MessageQueue } from "./route.ts";
+export type { MessageQueue } from "../protocol/route.ts";
 export type { FromWhere, MessageModel, SubscriptionExpression } from "./consumer-core.ts";
 export { allocateAveragely } from "./route.ts";

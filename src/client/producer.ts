@@ -11,7 +11,9 @@ import { RequestCode, ResponseCode, type ExtFields } from "../remoting/index.ts"
 import { ClientInstance, errText, type ClientInstanceOptions } from "./client-instance.ts";
 import { MQBrokerError, MQClientError } from "./errors.ts";
 import { bodyBytes, buildProperties, createUniqId, type Message } from "./message.ts";
-import { MASTER_ID, publishQueues, type MessageQueue } from "./route.ts";
+import { publishQueues } from "./route.ts";
+import { MASTER_ID, type MessageQueue } from "../protocol/route.ts";
+import { AUTO_CREATE_TOPIC } from "../protocol/topics.ts";
 
 export interface ProducerOptions extends ClientInstanceOptions {
   group: string;
@@ -182,7 +184,7 @@ export class Producer {
     let queues = route ? publishQueues(topic, route) : [];
     if (!route) {
       // Unknown topic: use the auto-create template's route (the broker creates the topic on first send).
-      const key = this.#o.createTopicKey ?? "TBW102";
+      const key = this.#o.createTopicKey ?? AUTO_CREATE_TOPIC;
       route = await this.#client.fetchRoute(key);
       const n = this.#o.defaultTopicQueueNums ?? 4;
       queues = route ? publishQueues(topic, route).filter((q) => q.queueId < n) : [];
@@ -240,7 +242,7 @@ export class Producer {
     const ext: ExtFields = {
       a: this.#o.group,
       b: m0.topic,
-      c: this.#o.createTopicKey ?? "TBW102",
+      c: this.#o.createTopicKey ?? AUTO_CREATE_TOPIC,
       d: String(this.#o.defaultTopicQueueNums ?? 4),
       e: String(mq.queueId),
       f: String(sysFlag),

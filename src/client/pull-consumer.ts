@@ -21,7 +21,9 @@ import {
 } from "./consumer-core.ts";
 import { MQClientError } from "./errors.ts";
 import type { MessageExt } from "./message.ts";
-import { MASTER_ID, mqKey, subscribeQueues, type MessageQueue } from "./route.ts";
+import { mqKey, subscribeQueues } from "./route.ts";
+import { MASTER_ID, type MessageQueue } from "../protocol/route.ts";
+import { RETRY_GROUP_TOPIC_PREFIX } from "../protocol/topics.ts";
 
 export interface PullConsumerOptions extends ClientInstanceOptions {
   group: string;
@@ -158,7 +160,8 @@ export class PullConsumer {
         o.suggestBrokerId = r.suggestWhichBrokerId;
         o.offset = r.nextBeginOffset;
         if (r.messages.length > 0) {
-          for (const m of r.messages) if (m.topic.startsWith("%RETRY%") && m.properties.RETRY_TOPIC) m.topic = m.properties.RETRY_TOPIC;
+          for (const m of r.messages)
+            if (m.topic.startsWith(RETRY_GROUP_TOPIC_PREFIX) && m.properties.RETRY_TOPIC) m.topic = m.properties.RETRY_TOPIC;
           return r.messages;
         }
       }

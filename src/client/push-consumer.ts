@@ -23,7 +23,6 @@ import {
   OffsetStore,
   parseExpression,
   pullOnce,
-  RETRY_PREFIX,
   type FromWhere,
   type MessageModel,
   type Subscription,
@@ -32,7 +31,9 @@ import {
 import type { ConsumerAdminHooks, ConsumerRunningInfo, DirectConsumeResult, ProcessQueueInfo } from "./broker-requests.ts";
 import { MQClientError } from "./errors.ts";
 import type { MessageExt } from "./message.ts";
-import { MASTER_ID, mqKey, type MessageQueue } from "./route.ts";
+import { mqKey } from "./route.ts";
+import { MASTER_ID, type MessageQueue } from "../protocol/route.ts";
+import { RETRY_GROUP_TOPIC_PREFIX } from "../protocol/topics.ts";
 
 export type ConsumeResult = void | "success" | "retry";
 export type MessageHandler = (msg: MessageExt) => ConsumeResult | Promise<ConsumeResult>;
@@ -157,7 +158,7 @@ export class PushConsumer {
     }
     if (this.#running) return; // a concurrent start() got there first
     if (this.#model === "clustering") {
-      const retry = RETRY_PREFIX + this.#o.group;
+      const retry = RETRY_GROUP_TOPIC_PREFIX + this.#o.group;
       const first = [...this.#subs.values()][0]!;
       this.#subs.set(retry, { sub: parseExpression(retry, "*"), handler: first.handler });
     }
@@ -333,7 +334,7 @@ export class PushConsumer {
 
   #dispatch(pq: ProcessQueue, msgs: MessageExt[]): void {
     for (const m of msgs) {
-      if (m.topic.startsWith(RETRY_PREFIX) && m.properties.RETRY_TOPIC) m.topic = m.properties.RETRY_TOPIC;
+      if (m.topic.startsWith(RETRY_GROUP_TOPIC_PREFIX) && m.properties.RETRY_TOPIC) m.topic = m.properties.RETRY_TOPIC;
       pq.inFlight.set(m.queueOffset, m);
       pq.bytes += m.body.length;
     }

@@ -4,35 +4,8 @@
  * queues of every broker (subscribing), sorted the way every RocketMQ client sorts them, so
  * members of a group agree on who owns what.
  */
-export const PERM_READ = 4;
-export const PERM_WRITE = 2;
-export const MASTER_ID = 0;
-
-export interface QueueData {
-  brokerName: string;
-  readQueueNums: number;
-  writeQueueNums: number;
-  perm: number;
-  topicSysFlag?: number;
-}
-
-export interface BrokerData {
-  cluster: string;
-  brokerName: string;
-  brokerAddrs: Record<string, string>;
-}
-
-export interface TopicRouteData {
-  orderTopicConf?: string;
-  queueDatas: QueueData[];
-  brokerDatas: BrokerData[];
-}
-
-export interface MessageQueue {
-  topic: string;
-  brokerName: string;
-  queueId: number;
-}
+import { isReadable, isWriteable } from "../protocol/permission.ts";
+import { MASTER_ID, type MessageQueue, type TopicRouteData } from "../protocol/route.ts";
 
 export function mqKey(mq: MessageQueue): string {
   return `${mq.topic}@${mq.brokerName}@${mq.queueId}`;
@@ -49,7 +22,7 @@ export function parseRoute(raw: unknown): TopicRouteData | { invalid: string } {
   if (typeof raw !== "object" || raw === null) return { invalid: "route is not an object" };
   const r = raw as Record<string, unknown>;
   if (!Array.isArray(r.queueDatas) || !Array.isArray(r.brokerDatas)) return { invalid: "route has no queueDatas/brokerDatas arrays" };
-  const route: TopicRouteData = { queueDatas: [], brokerDatas: [] };
+  const route: TopicRouteData = { queueDatas: [], brokerDatas: [], filterServerTable: {} };
   for (const q of r.queueDatas as Record<string, unknown>[]) {
     if (typeof q?.brokerName !== "string") return { invalid: "queueData without brokerName" };
     route.queueDatas.push({
@@ -57,6 +30,7 @@ export function parseRoute(raw: unknown): TopicRouteData | { invalid: string } {
       readQueueNums: Number(q.readQueueNums ?? 0),
       writeQueueNums: Number(q.writeQueueNums ?? 0),
       perm: Number(q.perm ?? 0),
+      topicSysFlag: Number(q.topicSysFlag ?? 0),
     });
   }
   for (const b of r.brokerDatas as Record<string, unknown>[]) {
@@ -83,7 +57,7 @@ export function publishQueues(topic: string, route: TopicRouteData): MessageQueu
     return out;
   }
   for (const q of route.queueDatas) {
-    if ((q.perm & PERM_WRITE) === 0) continue;
+    if (!isWriteable(q.perm)) continue;
     const bd = route.brokerDatas.find((b) => b.brokerName === q.brokerName);
     if (!bd || bd.brokerAddrs[String(MASTER_ID)] === undefined) continue;
     for (let i = 0; i < q.writeQueueNums; i++) out.push({ topic, brokerName: q.brokerName, queueId: i });
@@ -95,7 +69,7 @@ export function publishQueues(topic: string, route: TopicRouteData): MessageQueu
 export function subscribeQueues(topic: string, route: TopicRouteData): MessageQueue[] {
   const out: MessageQueue[] = [];
   for (const q of route.queueDatas) {
-    if ((q.perm & PERM_READ) === 0) continue;
+    if (!isReadable(q.perm)) continue;
     for (let i = 0; i < q.readQueueNums; i++) out.push({ topic, brokerName: q.brokerName, queueId: i });
   }
   return out.sort(compareQueues);

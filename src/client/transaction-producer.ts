@@ -20,7 +20,7 @@ import { errText } from "./client-instance.ts";
 import { MQClientError } from "./errors.ts";
 import { decodeMessages, type Message, type MessageExt } from "./message.ts";
 import { Producer, type ProducerOptions, type SendResult } from "./producer.ts";
-import { MASTER_ID } from "./route.ts";
+import { MASTER_ID } from "../protocol/route.ts";
 
 export type TransactionState = "COMMIT" | "ROLLBACK" | "UNKNOWN";
 

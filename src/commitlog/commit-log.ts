@@ -31,8 +31,7 @@ import {
   type DecodedRecord,
   type RecordInput,
 } from "../common/message-record.ts";
-
-export type FlushDiskType = "ASYNC_FLUSH" | "SYNC_FLUSH";
+import type { FlushDiskType } from "../protocol/broker-config.ts";
 
 export interface CommitLogOptions {
   dir: string;

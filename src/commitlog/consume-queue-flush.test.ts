@@ -12,7 +12,8 @@ import { copyFileSync, readdirSync, readFileSync, rmSync, writeFileSync } from "
 import { join } from "node:path";
 import { decodeRecordAt } from "../common/message-record.ts";
 import { readCheckpoint, type Checkpoint } from "./checkpoint.ts";
-import { ConsumeQueue, CQ_UNIT_SIZE } from "./consume-queue.ts";
+import { ConsumeQueue } from "./consume-queue.ts";
+import { CQ_UNIT_SIZE } from "../protocol/store-layout.ts";
 import { OS_PAGE_BYTES } from "./mapped-file.ts";
 import { MessageStore, type MessageStoreOptions } from "./message-store.ts";
 import { message, tempStoreDir, testStoreOptions } from "./test-support.ts";

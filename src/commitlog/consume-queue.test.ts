@@ -2,7 +2,8 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ConsumeQueue, CQ_FILLER_SIZE, CQ_UNIT_SIZE } from "./consume-queue.ts";
+import { ConsumeQueue, CQ_FILLER_SIZE } from "./consume-queue.ts";
+import { CQ_UNIT_SIZE } from "../protocol/store-layout.ts";
 
 const dirs: string[] = [];
 afterEach(() => {

@@ -21,8 +21,8 @@ import { setInt64 } from "../common/message-record.ts";
 import type { StoreDisk } from "./disk.ts";
 import { MappedFileQueue } from "./mapped-file-queue.ts";
 import { OS_PAGE_BYTES } from "./mapped-file.ts";
+import { CQ_UNIT_SIZE } from "../protocol/store-layout.ts";
 
-export const CQ_UNIT_SIZE = 20;
 export const CQ_UNITS_PER_FILE_DEFAULT = 300_000;
 export const CQ_FILLER_SIZE = 0x7fffffff;
 

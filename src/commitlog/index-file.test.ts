@@ -5,18 +5,16 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
   INDEX_ENTRY_LAYOUT,
-  INDEX_ENTRY_SIZE_BYTES,
   INDEX_HEADER_LAYOUT,
-  INDEX_HEADER_SIZE_BYTES,
   INDEX_NUM_DEFAULT,
   INDEX_SLOT_NUM_DEFAULT,
-  INDEX_SLOT_SIZE_BYTES,
   IndexFile,
   indexFileSizeBytes,
   indexKey,
   indexKeyHash,
   topicKeyHash,
 } from "./index-file.ts";
+import { INDEX_ENTRY_SIZE_BYTES, INDEX_HEADER_SIZE_BYTES, INDEX_SLOT_SIZE_BYTES } from "../protocol/store-layout.ts";
 
 /** String.hashCode straight from its definition, in exact arithmetic reduced mod 2^32. */
 function refHashCode(s: string): number {

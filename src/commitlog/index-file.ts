@@ -57,10 +57,8 @@
  */
 import { nodeDisk, type SegmentFile, type StoreDisk } from "./disk.ts";
 import { javaStringHashCode, setInt64 } from "../common/message-record.ts";
+import { INDEX_ENTRY_SIZE_BYTES, INDEX_HEADER_SIZE_BYTES, INDEX_SLOT_SIZE_BYTES } from "../protocol/store-layout.ts";
 
-export const INDEX_HEADER_SIZE_BYTES = 40;
-export const INDEX_SLOT_SIZE_BYTES = 4;
-export const INDEX_ENTRY_SIZE_BYTES = 20;
 /** RocketMQ's `maxHashSlotNum`. */
 export const INDEX_SLOT_NUM_DEFAULT = 5_000_000;
 /** RocketMQ's `maxIndexNum`. */

@@ -2,8 +2,9 @@
  * The message store's public surface. The broker uses only what is exported here; the store
  * never imports remoting/ (it knows bytes and offsets, not requests).
  */
-export { CommitLog, CommitLogError, type AppendResult, type CommitLogOptions, type FlushDiskType, type StoreRecordInput } from "./commit-log.ts";
-export { ConsumeQueue, CQ_UNIT_SIZE, CQ_FILLER_SIZE, CQ_UNITS_PER_FILE_DEFAULT, type CqUnit } from "./consume-queue.ts";
+export { CommitLog, CommitLogError, type AppendResult, type CommitLogOptions, type StoreRecordInput } from "./commit-log.ts";
+export { ConsumeQueue, CQ_FILLER_SIZE, CQ_UNITS_PER_FILE_DEFAULT, type CqUnit } from "./consume-queue.ts";
+export { CQ_UNIT_SIZE } from "../protocol/store-layout.ts";
 export * from "../common/message-record.ts";
 export { decodeMessageBatch, encodeMessageBatch, type BatchEntry } from "../common/message-batch.ts";
 export { IndexService, type IndexServiceOptions, type IndexDispatch, type QueryOffsetResult } from "./index-service.ts";
@@ -23,4 +24,3 @@ export {
 } from "./message-store.ts";
 export type { CorruptRange } from "./recovery.ts";
 export { resyncPointAt } from "./recovery.ts";
-export * from "./metadata.ts";

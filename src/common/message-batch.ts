@@ -19,7 +19,8 @@
  *   - the entries cover the body exactly: no trailing bytes, and at least one entry.
  * The batch-level properties (header field `i`) and CLUSTER are merged by the send processor, not here.
  */
-import { PROPERTIES_SIZE_MAX_BYTES, readInt32, type Invalid } from "./message-record.ts";
+import { PROPERTIES_SIZE_MAX_BYTES, readInt32 } from "./message-record.ts";
+import { type Invalid } from "./invalid.ts";
 import { allocUninitialized } from "./bytes.ts";
 
 export const BATCH_ENTRY_FIXED_SIZE = 4 + 4 + 4 + 4 + 4 + 2;

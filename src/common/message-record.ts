@@ -50,8 +50,7 @@
  * answers `{ invalid: reason }`. Encoding from a RecordInput that breaks a documented limit is a
  * caller bug (the send path must have validated it), so the encoders throw.
  */
-
-export type Invalid = { invalid: string };
+import type { Invalid } from "./invalid.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Magic codes and sizes

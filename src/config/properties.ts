@@ -11,18 +11,8 @@
  *
  * Pure: validation goes through the schema (checkFlagValue), as a command-line value does.
  */
-import {
-  checkFlagValue,
-  CONSUME_QUEUE_UNIT_BYTES,
-  formatHostPort,
-  getValue,
-  keyDef,
-  KEYS,
-  type Config,
-  type ConfigValue,
-  type KeyDef,
-  type KeyPath,
-} from "./schema.ts";
+import { checkFlagValue, formatHostPort, getValue, keyDef, KEYS, type Config, type ConfigValue, type KeyDef, type KeyPath } from "./schema.ts";
+import { CQ_UNIT_SIZE } from "../protocol/store-layout.ts";
 
 interface RocketmqName {
   name: string;
@@ -43,7 +33,7 @@ const ROCKETMQ_NAMES: Partial<Record<KeyPath, RocketmqName>> = {
   "store.flushConsumeQueueThoroughIntervalMs": { name: "flushConsumeQueueThoroughInterval" },
   "store.syncFlushTimeoutMs": { name: "syncFlushTimeout" },
   "store.checkCrcOnRecover": { name: "checkCRCOnRecover" },
-  "store.consumeQueueUnitsPerFile": { name: "mappedFileSizeConsumeQueue", scale: CONSUME_QUEUE_UNIT_BYTES },
+  "store.consumeQueueUnitsPerFile": { name: "mappedFileSizeConsumeQueue", scale: CQ_UNIT_SIZE },
   "store.indexSlotNum": { name: "maxHashSlotNum" },
   "store.indexNum": { name: "maxIndexNum" },
   "store.fileReservedTimeHours": { name: "fileReservedTime" },
@@ -126,8 +116,8 @@ function fromRocketmqUnit(key: KeyPath, name: string, text: string): string | { 
   // diskMaxUsedSpaceRatio is an int percent in RocketMQ; a fraction ("0.8") is taken as written.
   if (spec.scale === 100 && text.includes(".")) return text;
   const n = Number(text);
-  if (spec.scale === CONSUME_QUEUE_UNIT_BYTES && n % CONSUME_QUEUE_UNIT_BYTES !== 0) {
-    return { invalid: `must be a multiple of ${CONSUME_QUEUE_UNIT_BYTES} bytes (one ConsumeQueue unit), got ${n}` };
+  if (spec.scale === CQ_UNIT_SIZE && n % CQ_UNIT_SIZE !== 0) {
+    return { invalid: `must be a multiple of ${CQ_UNIT_SIZE} bytes (one ConsumeQueue unit), got ${n}` };
   }
   return String(n / spec.scale);
 }

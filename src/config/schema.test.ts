@@ -8,7 +8,6 @@ import {
   editDistance,
   formatHostPort,
   getValue,
-  indexFileBytes,
   KEYS,
   parseDeleteWhen,
   parseHostPort,
@@ -17,6 +16,7 @@ import {
   type Config,
   type KeyDef,
 } from "./schema.ts";
+import { indexFileBytes } from "../protocol/store-layout.ts";
 
 function leafKeys(obj: Record<string, unknown>, prefix = ""): string[] {
   return Object.entries(obj).flatMap(([k, v]) => {
@@ -92,7 +92,10 @@ describe("value types", () => {
     expect(checkFlagValue(numberDef, "7")).toEqual({ ok: true, value: 7 });
     expect(checkFlagValue(numberDef, "0.25")).toEqual({ ok: true, value: 0.25 });
     expect(checkFlagValue(numberDef, "1,5")).toEqual({ ok: false, problem: 'expected a number, got "1,5"' });
-    expect(checkFlagValue(ratio, "80")).toEqual({ ok: false, problem: "out of range: must be between 0.1 and 0.95, got 80 (a fraction: write 0.8 for 80%)" });
+    expect(checkFlagValue(ratio, "80")).toEqual({
+      ok: false,
+      problem: "out of range: must be between 0.1 and 0.95, got 80 (a fraction: write 0.8 for 80%)",
+    });
     // Only a whole percent whose fraction is in range gets the hint.
     expect(checkFlagValue(ratio, "99")).toEqual({ ok: false, problem: "out of range: must be between 0.1 and 0.95, got 99" });
   });

@@ -11,15 +11,15 @@
  * lives in load.ts; binding ports lives in preflight.ts.
  */
 import { isIP } from "node:net";
+import type { LogLevel } from "../common/log.ts";
+import type { BrokerRole, FlushDiskType } from "../protocol/broker-config.ts";
+import { DEFAULT_MESSAGE_DELAY_LEVEL, parseDelayLevels } from "../protocol/delay-levels.ts";
+import { CQ_UNIT_SIZE, indexFileBytes, INDEX_ENTRY_SIZE_BYTES, INDEX_HEADER_SIZE_BYTES, INDEX_SLOT_SIZE_BYTES } from "../protocol/store-layout.ts";
 
 export type Role = "namesrv" | "master" | "slave" | "standalone";
 export const ROLES: readonly Role[] = ["namesrv", "master", "slave", "standalone"];
 
-export type LogLevel = "debug" | "info" | "warn" | "error";
 export const LOG_LEVELS: readonly LogLevel[] = ["debug", "info", "warn", "error"];
-
-export type BrokerRole = "ASYNC_MASTER" | "SYNC_MASTER" | "SLAVE";
-export type FlushDiskType = "ASYNC_FLUSH" | "SYNC_FLUSH";
 
 /** Port 0 means "any free port"; the server reports what it actually bound (--ports-file). */
 export interface HostPort {
@@ -63,7 +63,7 @@ export interface Config {
     maxMessageSizeBytes: number;
     pullHoldMaxMs: number;
     channelExpiredMs: number;
-    /** RocketMQ's delay levels, e.g. "1s 5s 10s"; `parseMessageDelayLevel` reads it. */
+    /** RocketMQ's delay levels, e.g. "1s 5s 10s"; `parseDelayLevels` (src/protocol/delay-levels.ts) reads it. */
     messageDelayLevel: string;
     transactionCheckIntervalMs: number;
     transactionTimeOutMs: number;
@@ -179,153 +179,355 @@ export function runsBroker(role: Role): boolean {
 const int = (min: number, max = INT32_MAX): ValueType => ({ kind: "int", min, max });
 const num = (min: number, max: number): ValueType => ({ kind: "number", min, max });
 
-/** Bytes of one ConsumeQueue unit (commit-log offset 8, size 4, tag code 8; docs/STORAGE.md §3). */
-export const CONSUME_QUEUE_UNIT_BYTES = 20;
-/** IndexFile geometry (docs/STORAGE.md §4): header, then 4-byte slots, then 20-byte entries. */
-export const INDEX_HEADER_BYTES = 40;
-export const INDEX_SLOT_BYTES = 4;
-export const INDEX_ENTRY_BYTES = 20;
-
-/** Size of one IndexFile for a slot and entry count. */
-export function indexFileBytes(slotNum: number, indexNum: number): number {
-  return INDEX_HEADER_BYTES + slotNum * INDEX_SLOT_BYTES + indexNum * INDEX_ENTRY_BYTES;
-}
 const listenType: ValueType = { kind: "hostPort", minPort: 0, allowEmpty: false };
 
 export const KEYS: readonly KeyDef[] = [
-  { key: "role", type: { kind: "enum", values: ROLES }, roles: ALL,
-    doc: "which process to run; --role overrides it", defaultDoc: "none (required)" },
-  { key: "logLevel", live: true, type: { kind: "enum", values: LOG_LEVELS }, roles: ALL,
-    doc: "lowest log level written" },
+  { key: "role", type: { kind: "enum", values: ROLES }, roles: ALL, doc: "which process to run; --role overrides it", defaultDoc: "none (required)" },
+  { key: "logLevel", live: true, type: { kind: "enum", values: LOG_LEVELS }, roles: ALL, doc: "lowest log level written" },
 
-  { key: "remoting.frameSizeMaxBytes", type: int(1024), unit: "bytes", roles: ALL,
-    doc: "largest remoting frame accepted; a bigger one closes the connection" },
-  { key: "remoting.connectionBufferMaxBytes", type: int(0), unit: "bytes", roles: ALL,
-    doc: "pending outbound bytes one connection may buffer before it is closed" },
-  { key: "remoting.requestTimeoutMs", type: int(1), unit: "ms", roles: ALL,
-    doc: "how long an outgoing request waits for its response" },
+  {
+    key: "remoting.frameSizeMaxBytes",
+    type: int(1024),
+    unit: "bytes",
+    roles: ALL,
+    doc: "largest remoting frame accepted; a bigger one closes the connection",
+  },
+  {
+    key: "remoting.connectionBufferMaxBytes",
+    type: int(0),
+    unit: "bytes",
+    roles: ALL,
+    doc: "pending outbound bytes one connection may buffer before it is closed",
+  },
+  { key: "remoting.requestTimeoutMs", type: int(1), unit: "ms", roles: ALL, doc: "how long an outgoing request waits for its response" },
 
-  { key: "namesrv.listen", type: listenType, roles: NAMESRV_ROLES,
-    doc: "name server remoting address (HOST:PORT; port 0 = any free port)" },
-  { key: "namesrv.admin", type: listenType, roles: NAMESRV_ROLES,
+  { key: "namesrv.listen", type: listenType, roles: NAMESRV_ROLES, doc: "name server remoting address (HOST:PORT; port 0 = any free port)" },
+  {
+    key: "namesrv.admin",
+    type: listenType,
+    roles: NAMESRV_ROLES,
     doc: "name server admin HTTP address",
-    defaultDoc: "listen host, listen port + 1 (0 if listen port is 0)" },
-  { key: "namesrv.brokerExpiredMs", live: true, type: int(1), unit: "ms", roles: NAMESRV_ROLES,
-    doc: "a broker that has not registered for this long is dropped from routes" },
-  { key: "namesrv.brokerScanIntervalMs", live: true, type: int(1), unit: "ms", roles: NAMESRV_ROLES,
-    doc: "how often expired brokers are looked for" },
-  { key: "namesrv.orderMessageEnable", live: true, type: { kind: "bool" }, roles: NAMESRV_ROLES,
-    doc: "copy the ORDER_TOPIC_CONFIG KV entry into topic routes" },
-  { key: "namesrv.kvConfigPath", type: { kind: "path", allowEmpty: true }, roles: NAMESRV_ROLES,
-    doc: "KV config file", defaultDoc: "\"\" = <store.dir>/namesrv/kvConfig.json" },
+    defaultDoc: "listen host, listen port + 1 (0 if listen port is 0)",
+  },
+  {
+    key: "namesrv.brokerExpiredMs",
+    live: true,
+    type: int(1),
+    unit: "ms",
+    roles: NAMESRV_ROLES,
+    doc: "a broker that has not registered for this long is dropped from routes",
+  },
+  {
+    key: "namesrv.brokerScanIntervalMs",
+    live: true,
+    type: int(1),
+    unit: "ms",
+    roles: NAMESRV_ROLES,
+    doc: "how often expired brokers are looked for",
+  },
+  {
+    key: "namesrv.orderMessageEnable",
+    live: true,
+    type: { kind: "bool" },
+    roles: NAMESRV_ROLES,
+    doc: "copy the ORDER_TOPIC_CONFIG KV entry into topic routes",
+  },
+  {
+    key: "namesrv.kvConfigPath",
+    type: { kind: "path", allowEmpty: true },
+    roles: NAMESRV_ROLES,
+    doc: "KV config file",
+    defaultDoc: '"" = <store.dir>/namesrv/kvConfig.json',
+  },
 
-  { key: "broker.listen", type: listenType, roles: BROKER_ROLES,
-    doc: "broker remoting address; HA binds port + 1 and the VIP channel port - 2" },
-  { key: "broker.admin", type: listenType, roles: BROKER_ROLES,
+  { key: "broker.listen", type: listenType, roles: BROKER_ROLES, doc: "broker remoting address; HA binds port + 1 and the VIP channel port - 2" },
+  {
+    key: "broker.admin",
+    type: listenType,
+    roles: BROKER_ROLES,
     doc: "broker admin HTTP address",
-    defaultDoc: "listen host, listen port - 1 (0 if listen port is 0)" },
-  { key: "broker.namesrvAddr", live: true, type: { kind: "hostPortList" }, roles: BROKER_ROLES,
-    doc: "name servers to register with (list of HOST:PORT, or one \"A;B\" string)",
-    defaultDoc: "[] (required for master/slave; standalone: its own name server)" },
-  { key: "broker.brokerClusterName", type: { kind: "name" }, roles: BROKER_ROLES,
-    doc: "cluster this broker belongs to" },
-  { key: "broker.brokerName", type: { kind: "name" }, roles: BROKER_ROLES,
-    doc: "name shared by a master and its slaves" },
-  { key: "broker.brokerId", type: int(0), roles: BROKER_ROLES,
-    doc: "0 = master, ≥ 1 = slave", defaultDoc: "0; 1 for role slave" },
-  { key: "broker.brokerRole", type: { kind: "enum", values: ["ASYNC_MASTER", "SYNC_MASTER", "SLAVE"] },
-    roles: BROKER_ROLES, doc: "SYNC_MASTER waits for a slave ack before answering a send",
-    defaultDoc: "ASYNC_MASTER; always SLAVE for role slave" },
-  { key: "broker.brokerIP1", type: { kind: "hostOrEmpty" }, roles: BROKER_ROLES,
+    defaultDoc: "listen host, listen port - 1 (0 if listen port is 0)",
+  },
+  {
+    key: "broker.namesrvAddr",
+    live: true,
+    type: { kind: "hostPortList" },
+    roles: BROKER_ROLES,
+    doc: 'name servers to register with (list of HOST:PORT, or one "A;B" string)',
+    defaultDoc: "[] (required for master/slave; standalone: its own name server)",
+  },
+  { key: "broker.brokerClusterName", type: { kind: "name" }, roles: BROKER_ROLES, doc: "cluster this broker belongs to" },
+  { key: "broker.brokerName", type: { kind: "name" }, roles: BROKER_ROLES, doc: "name shared by a master and its slaves" },
+  { key: "broker.brokerId", type: int(0), roles: BROKER_ROLES, doc: "0 = master, ≥ 1 = slave", defaultDoc: "0; 1 for role slave" },
+  {
+    key: "broker.brokerRole",
+    type: { kind: "enum", values: ["ASYNC_MASTER", "SYNC_MASTER", "SLAVE"] },
+    roles: BROKER_ROLES,
+    doc: "SYNC_MASTER waits for a slave ack before answering a send",
+    defaultDoc: "ASYNC_MASTER; always SLAVE for role slave",
+  },
+  {
+    key: "broker.brokerIP1",
+    type: { kind: "hostOrEmpty" },
+    roles: BROKER_ROLES,
     doc: "address advertised to clients",
-    defaultDoc: "\"\" = listen host, or the first non-internal IPv4 when listening on 0.0.0.0" },
-  { key: "broker.haMasterAddress", type: { kind: "hostPort", minPort: 1, allowEmpty: true },
-    roles: ["slave"], doc: "slave only: the master's HA HOST:PORT",
-    defaultDoc: "\"\" = learned from the name server" },
-  { key: "broker.slaveReadEnable", live: true, type: { kind: "bool" }, roles: BROKER_ROLES,
-    doc: "pulls of data no longer in memory (see store.accessMessageInMemoryMaxRatio) are told to go to a slave" },
-  { key: "broker.enablePropertyFilter", live: true, type: { kind: "bool" }, roles: BROKER_ROLES,
-    doc: "accept SQL92 subscriptions (MessageSelector.bySql) and filter messages by their properties; off, they are refused" },
-  { key: "broker.haSlaveTimeoutMs", live: true, type: int(1), unit: "ms", roles: ["master", "standalone"],
-    doc: "SYNC_MASTER: how long a send waits for a slave's ack before answering FLUSH_SLAVE_TIMEOUT" },
+    defaultDoc: '"" = listen host, or the first non-internal IPv4 when listening on 0.0.0.0',
+  },
+  {
+    key: "broker.haMasterAddress",
+    type: { kind: "hostPort", minPort: 1, allowEmpty: true },
+    roles: ["slave"],
+    doc: "slave only: the master's HA HOST:PORT",
+    defaultDoc: '"" = learned from the name server',
+  },
+  {
+    key: "broker.slaveReadEnable",
+    live: true,
+    type: { kind: "bool" },
+    roles: BROKER_ROLES,
+    doc: "pulls of data no longer in memory (see store.accessMessageInMemoryMaxRatio) are told to go to a slave",
+  },
+  {
+    key: "broker.enablePropertyFilter",
+    live: true,
+    type: { kind: "bool" },
+    roles: BROKER_ROLES,
+    doc: "accept SQL92 subscriptions (MessageSelector.bySql) and filter messages by their properties; off, they are refused",
+  },
+  {
+    key: "broker.haSlaveTimeoutMs",
+    live: true,
+    type: int(1),
+    unit: "ms",
+    roles: ["master", "standalone"],
+    doc: "SYNC_MASTER: how long a send waits for a slave's ack before answering FLUSH_SLAVE_TIMEOUT",
+  },
   // A slave refuses chunks over 16 MiB (HA_CHUNK_MAX_BYTES in src/ha/transfer.ts).
-  { key: "broker.haTransferBatchBytes", type: int(4096, HA_CHUNK_MAX_BYTES), unit: "bytes",
-    roles: ["master", "standalone"], doc: "largest chunk of CommitLog bytes sent to a slave at once" },
-  { key: "broker.autoCreateTopicEnable", live: true, type: { kind: "bool" }, roles: BROKER_ROLES,
+  {
+    key: "broker.haTransferBatchBytes",
+    type: int(4096, HA_CHUNK_MAX_BYTES),
+    unit: "bytes",
+    roles: ["master", "standalone"],
+    doc: "largest chunk of CommitLog bytes sent to a slave at once",
+  },
+  {
+    key: "broker.autoCreateTopicEnable",
+    live: true,
+    type: { kind: "bool" },
+    roles: BROKER_ROLES,
     doc: "create a topic on first send instead of rejecting it",
-    defaultDoc: "true for standalone, false for master/slave" },
-  { key: "broker.defaultTopicQueueNums", live: true, type: int(1, 1024), roles: BROKER_ROLES,
-    doc: "queues given to an auto-created topic" },
-  { key: "broker.registerNameServerPeriodMs", live: true, type: int(1000, 60000), unit: "ms",
-    roles: BROKER_ROLES, doc: "how often the broker registers with every name server" },
-  { key: "broker.maxMessageSizeBytes", live: true, type: int(1), unit: "bytes", roles: BROKER_ROLES,
-    doc: "largest message body accepted" },
-  { key: "broker.pullHoldMaxMs", live: true, type: int(0, 600_000), unit: "ms", roles: BROKER_ROLES,
-    doc: "longest a pull that found nothing is parked (long polling), whatever the client asks; 0 = answer at once" },
-  { key: "broker.channelExpiredMs", live: true, type: int(1000, 3_600_000), unit: "ms", roles: BROKER_ROLES,
-    doc: "a producer or consumer connection without a heartbeat for this long is closed" },
-  { key: "broker.messageDelayLevel", type: { kind: "delayLevels" }, roles: BROKER_ROLES,
-    doc: "delay of each level 1..18 (message property DELAY), e.g. \"1s 5s 10s\"; units ms, s, m, h, d" },
+    defaultDoc: "true for standalone, false for master/slave",
+  },
+  { key: "broker.defaultTopicQueueNums", live: true, type: int(1, 1024), roles: BROKER_ROLES, doc: "queues given to an auto-created topic" },
+  {
+    key: "broker.registerNameServerPeriodMs",
+    live: true,
+    type: int(1000, 60000),
+    unit: "ms",
+    roles: BROKER_ROLES,
+    doc: "how often the broker registers with every name server",
+  },
+  { key: "broker.maxMessageSizeBytes", live: true, type: int(1), unit: "bytes", roles: BROKER_ROLES, doc: "largest message body accepted" },
+  {
+    key: "broker.pullHoldMaxMs",
+    live: true,
+    type: int(0, 600_000),
+    unit: "ms",
+    roles: BROKER_ROLES,
+    doc: "longest a pull that found nothing is parked (long polling), whatever the client asks; 0 = answer at once",
+  },
+  {
+    key: "broker.channelExpiredMs",
+    live: true,
+    type: int(1000, 3_600_000),
+    unit: "ms",
+    roles: BROKER_ROLES,
+    doc: "a producer or consumer connection without a heartbeat for this long is closed",
+  },
+  {
+    key: "broker.messageDelayLevel",
+    type: { kind: "delayLevels" },
+    roles: BROKER_ROLES,
+    doc: 'delay of each level 1..18 (message property DELAY), e.g. "1s 5s 10s"; units ms, s, m, h, d',
+  },
   // Transactions (RocketMQ BrokerConfig transactionCheckInterval / transactionTimeOut / transactionCheckMax).
-  { key: "broker.transactionCheckIntervalMs", live: true, type: int(100, 3_600_000), unit: "ms", roles: ["master", "standalone"],
-    doc: "how often the half messages of open transactions are scanned for check-backs (master only)" },
-  { key: "broker.transactionTimeOutMs", live: true, type: int(0, 86_400_000), unit: "ms", roles: ["master", "standalone"],
-    doc: "a half message is checked back once it is this old (its CHECK_IMMUNITY_TIME_IN_SECONDS property overrides)" },
-  { key: "broker.transactionCheckMax", live: true, type: int(1, 10_000), roles: ["master", "standalone"],
-    doc: "check-backs per half message before it is given up (moved to TRANS_CHECK_MAX_TIME_TOPIC)" },
+  {
+    key: "broker.transactionCheckIntervalMs",
+    live: true,
+    type: int(100, 3_600_000),
+    unit: "ms",
+    roles: ["master", "standalone"],
+    doc: "how often the half messages of open transactions are scanned for check-backs (master only)",
+  },
+  {
+    key: "broker.transactionTimeOutMs",
+    live: true,
+    type: int(0, 86_400_000),
+    unit: "ms",
+    roles: ["master", "standalone"],
+    doc: "a half message is checked back once it is this old (its CHECK_IMMUNITY_TIME_IN_SECONDS property overrides)",
+  },
+  {
+    key: "broker.transactionCheckMax",
+    live: true,
+    type: int(1, 10_000),
+    roles: ["master", "standalone"],
+    doc: "check-backs per half message before it is given up (moved to TRANS_CHECK_MAX_TIME_TOPIC)",
+  },
 
-  { key: "store.dir", type: { kind: "path", allowEmpty: false }, roles: ALL,
-    doc: "data directory (made absolute at load time, relative to the working directory)" },
-  { key: "store.flushDiskType", type: { kind: "enum", values: ["ASYNC_FLUSH", "SYNC_FLUSH"] },
-    roles: BROKER_ROLES, doc: "SYNC_FLUSH fsyncs before answering a send" },
-  { key: "store.commitLogSegmentBytes", type: int(65536), unit: "bytes", roles: BROKER_ROLES,
-    doc: "size of one CommitLog segment file" },
-  { key: "store.flushIntervalMs", live: true, type: int(1), unit: "ms", roles: BROKER_ROLES,
-    doc: "ASYNC_FLUSH: how often dirty pages are flushed" },
+  {
+    key: "store.dir",
+    type: { kind: "path", allowEmpty: false },
+    roles: ALL,
+    doc: "data directory (made absolute at load time, relative to the working directory)",
+  },
+  {
+    key: "store.flushDiskType",
+    type: { kind: "enum", values: ["ASYNC_FLUSH", "SYNC_FLUSH"] },
+    roles: BROKER_ROLES,
+    doc: "SYNC_FLUSH fsyncs before answering a send",
+  },
+  { key: "store.commitLogSegmentBytes", type: int(65536), unit: "bytes", roles: BROKER_ROLES, doc: "size of one CommitLog segment file" },
+  { key: "store.flushIntervalMs", live: true, type: int(1), unit: "ms", roles: BROKER_ROLES, doc: "ASYNC_FLUSH: how often dirty pages are flushed" },
   // Each fdatasync is a device flush; these keep a trickle of small writes from costing one per tick.
-  { key: "store.flushCommitLogLeastPages", live: true, type: int(0), roles: BROKER_ROLES,
-    doc: "ASYNC_FLUSH: a CommitLog segment is flushed on a tick only with this many dirty 4 KiB pages (or when full); 0 = always" },
-  { key: "store.flushCommitLogThoroughIntervalMs", live: true, type: int(0), unit: "ms", roles: BROKER_ROLES,
-    doc: "ASYNC_FLUSH: at least this often a tick flushes the CommitLog whatever flushCommitLogLeastPages says" },
-  { key: "store.flushConsumeQueueLeastPages", live: true, type: int(0), roles: BROKER_ROLES,
-    doc: "a ConsumeQueue file is flushed on the 1 s tick only with this many dirty 4 KiB pages (or when full); 0 = always" },
-  { key: "store.flushConsumeQueueThoroughIntervalMs", live: true, type: int(0), unit: "ms", roles: BROKER_ROLES,
-    doc: "at least this often (and at shutdown) every ConsumeQueue is flushed whatever flushConsumeQueueLeastPages says" },
-  { key: "store.syncFlushTimeoutMs", live: true, type: int(1), unit: "ms", roles: BROKER_ROLES,
-    doc: "SYNC_FLUSH: how long a send waits for fsync before answering FLUSH_DISK_TIMEOUT" },
-  { key: "store.checkCrcOnRecover", type: { kind: "bool" }, roles: BROKER_ROLES,
-    doc: "check each record's body CRC when recovering the CommitLog after a crash" },
+  {
+    key: "store.flushCommitLogLeastPages",
+    live: true,
+    type: int(0),
+    roles: BROKER_ROLES,
+    doc: "ASYNC_FLUSH: a CommitLog segment is flushed on a tick only with this many dirty 4 KiB pages (or when full); 0 = always",
+  },
+  {
+    key: "store.flushCommitLogThoroughIntervalMs",
+    live: true,
+    type: int(0),
+    unit: "ms",
+    roles: BROKER_ROLES,
+    doc: "ASYNC_FLUSH: at least this often a tick flushes the CommitLog whatever flushCommitLogLeastPages says",
+  },
+  {
+    key: "store.flushConsumeQueueLeastPages",
+    live: true,
+    type: int(0),
+    roles: BROKER_ROLES,
+    doc: "a ConsumeQueue file is flushed on the 1 s tick only with this many dirty 4 KiB pages (or when full); 0 = always",
+  },
+  {
+    key: "store.flushConsumeQueueThoroughIntervalMs",
+    live: true,
+    type: int(0),
+    unit: "ms",
+    roles: BROKER_ROLES,
+    doc: "at least this often (and at shutdown) every ConsumeQueue is flushed whatever flushConsumeQueueLeastPages says",
+  },
+  {
+    key: "store.syncFlushTimeoutMs",
+    live: true,
+    type: int(1),
+    unit: "ms",
+    roles: BROKER_ROLES,
+    doc: "SYNC_FLUSH: how long a send waits for fsync before answering FLUSH_DISK_TIMEOUT",
+  },
+  {
+    key: "store.checkCrcOnRecover",
+    type: { kind: "bool" },
+    roles: BROKER_ROLES,
+    doc: "check each record's body CRC when recovering the CommitLog after a crash",
+  },
   // A file's byte size must fit a signed 32-bit position, like commitLogSegmentBytes.
-  { key: "store.consumeQueueUnitsPerFile", type: int(1, Math.floor(INT32_MAX / CONSUME_QUEUE_UNIT_BYTES)),
-    roles: BROKER_ROLES, doc: `ConsumeQueue units per file (each unit is ${CONSUME_QUEUE_UNIT_BYTES} bytes)` },
-  { key: "store.indexSlotNum", type: int(1), roles: BROKER_ROLES,
-    doc: "hash slots per IndexFile (4 bytes each)" },
+  {
+    key: "store.consumeQueueUnitsPerFile",
+    type: int(1, Math.floor(INT32_MAX / CQ_UNIT_SIZE)),
+    roles: BROKER_ROLES,
+    doc: `ConsumeQueue units per file (each unit is ${CQ_UNIT_SIZE} bytes)`,
+  },
+  { key: "store.indexSlotNum", type: int(1), roles: BROKER_ROLES, doc: "hash slots per IndexFile (4 bytes each)" },
   // IndexFile entry 0 is never used, so a file needs 2 entries to hold one key.
-  { key: "store.indexNum", type: int(2), roles: BROKER_ROLES,
-    doc: "entries per IndexFile (20 bytes each); a file holds indexNum - 1 keys" },
-  { key: "store.fileReservedTimeHours", live: true, type: int(0), unit: "hours", roles: BROKER_ROLES,
-    doc: "how long after its last write a CommitLog or ConsumeQueue file expires; 0 = at once" },
-  { key: "store.deleteWhen", live: true, type: { kind: "hoursOfDay" }, roles: BROKER_ROLES,
-    doc: "hours of the day when expired files are deleted: two-digit hours joined by \";\", e.g. \"04;16\"" },
-  { key: "store.deleteCommitLogFilesIntervalMs", live: true, type: int(1), unit: "ms", roles: BROKER_ROLES,
-    doc: "how often the file retention check runs" },
-  { key: "store.diskMaxUsedSpaceRatio", live: true, type: num(0.1, 0.95), roles: BROKER_ROLES,
-    doc: "disk usage (fraction) above which the oldest files are deleted, expired or not" },
-  { key: "store.diskCriticalRatio", live: true, type: num(0.1, 0.99), roles: BROKER_ROLES,
-    doc: "disk usage (fraction, above diskMaxUsedSpaceRatio) above which writes are refused" },
-  { key: "store.maxTransferBytesOnMessageInMemory", live: true, type: int(1), unit: "bytes", roles: BROKER_ROLES,
-    doc: "pull batch byte limit for data still in memory; a pull always returns at least one message" },
-  { key: "store.maxTransferCountOnMessageInMemory", live: true, type: int(1), roles: BROKER_ROLES,
-    doc: "pull batch message limit for data still in memory" },
-  { key: "store.maxTransferBytesOnMessageInDisk", live: true, type: int(1), unit: "bytes", roles: BROKER_ROLES,
-    doc: "pull batch byte limit for data read from disk" },
-  { key: "store.maxTransferCountOnMessageInDisk", live: true, type: int(1), roles: BROKER_ROLES,
-    doc: "pull batch message limit for data read from disk" },
-  { key: "store.accessMessageInMemoryMaxRatio", live: true, type: int(1, 100), unit: "percent", roles: BROKER_ROLES,
-    doc: "data further than this share of physical RAM behind the CommitLog tail counts as on disk" },
-  { key: "store.accessMessageInMemoryMaxBytes", live: true, type: int(0), unit: "bytes", roles: BROKER_ROLES,
+  { key: "store.indexNum", type: int(2), roles: BROKER_ROLES, doc: "entries per IndexFile (20 bytes each); a file holds indexNum - 1 keys" },
+  {
+    key: "store.fileReservedTimeHours",
+    live: true,
+    type: int(0),
+    unit: "hours",
+    roles: BROKER_ROLES,
+    doc: "how long after its last write a CommitLog or ConsumeQueue file expires; 0 = at once",
+  },
+  {
+    key: "store.deleteWhen",
+    live: true,
+    type: { kind: "hoursOfDay" },
+    roles: BROKER_ROLES,
+    doc: 'hours of the day when expired files are deleted: two-digit hours joined by ";", e.g. "04;16"',
+  },
+  {
+    key: "store.deleteCommitLogFilesIntervalMs",
+    live: true,
+    type: int(1),
+    unit: "ms",
+    roles: BROKER_ROLES,
+    doc: "how often the file retention check runs",
+  },
+  {
+    key: "store.diskMaxUsedSpaceRatio",
+    live: true,
+    type: num(0.1, 0.95),
+    roles: BROKER_ROLES,
+    doc: "disk usage (fraction) above which the oldest files are deleted, expired or not",
+  },
+  {
+    key: "store.diskCriticalRatio",
+    live: true,
+    type: num(0.1, 0.99),
+    roles: BROKER_ROLES,
+    doc: "disk usage (fraction, above diskMaxUsedSpaceRatio) above which writes are refused",
+  },
+  {
+    key: "store.maxTransferBytesOnMessageInMemory",
+    live: true,
+    type: int(1),
+    unit: "bytes",
+    roles: BROKER_ROLES,
+    doc: "pull batch byte limit for data still in memory; a pull always returns at least one message",
+  },
+  {
+    key: "store.maxTransferCountOnMessageInMemory",
+    live: true,
+    type: int(1),
+    roles: BROKER_ROLES,
+    doc: "pull batch message limit for data still in memory",
+  },
+  {
+    key: "store.maxTransferBytesOnMessageInDisk",
+    live: true,
+    type: int(1),
+    unit: "bytes",
+    roles: BROKER_ROLES,
+    doc: "pull batch byte limit for data read from disk",
+  },
+  {
+    key: "store.maxTransferCountOnMessageInDisk",
+    live: true,
+    type: int(1),
+    roles: BROKER_ROLES,
+    doc: "pull batch message limit for data read from disk",
+  },
+  {
+    key: "store.accessMessageInMemoryMaxRatio",
+    live: true,
+    type: int(1, 100),
+    unit: "percent",
+    roles: BROKER_ROLES,
+    doc: "data further than this share of physical RAM behind the CommitLog tail counts as on disk",
+  },
+  {
+    key: "store.accessMessageInMemoryMaxBytes",
+    live: true,
+    type: int(0),
+    unit: "bytes",
+    roles: BROKER_ROLES,
     doc: "if > 0, this distance behind the CommitLog tail (instead of accessMessageInMemoryMaxRatio) counts as on disk",
-    defaultDoc: "0 = accessMessageInMemoryMaxRatio percent of physical RAM" },
+    defaultDoc: "0 = accessMessageInMemoryMaxRatio percent of physical RAM",
+  },
 ];
 
 const BY_KEY = new Map<string, KeyDef>(KEYS.map((d) => [d.key, d]));
@@ -501,8 +703,10 @@ export function checkValue(def: KeyDef, raw: unknown, text?: string): Checked {
       const isInt = typeof raw === "number" && Number.isInteger(raw) && (text === undefined || /^[-+]?[0-9]+$/.test(text));
       if (!isInt) {
         // RocketMQ writes some ratios as fractions and others as percents; say which this one is.
-        const hint = def.unit === "percent" && typeof raw === "number" && raw > 0 && raw < 1
-          ? ` (a whole percentage: write ${Math.round(raw * 100)} for ${Math.round(raw * 100)}%)` : "";
+        const hint =
+          def.unit === "percent" && typeof raw === "number" && raw > 0 && raw < 1
+            ? ` (a whole percentage: write ${Math.round(raw * 100)} for ${Math.round(raw * 100)}%)`
+            : "";
         return { ok: false, problem: `expected an integer, got ${show(raw, text)}${hint}` };
       }
       return checkRange(t, raw);
@@ -607,7 +811,7 @@ function checkText(def: KeyDef, s: string): Checked {
       return { ok: true, value: s };
     }
     case "delayLevels": {
-      const levels = parseMessageDelayLevel(s);
+      const levels = parseDelayLevels(s);
       if ("invalid" in levels) return { ok: false, problem: levels.invalid };
       return { ok: true, value: s };
     }
@@ -634,31 +838,6 @@ export function parseDeleteWhen(text: string): number[] | { invalid: string } {
     hours.push(h);
   }
   return hours;
-}
-
-/** RocketMQ's default delay levels (18). */
-export const DEFAULT_MESSAGE_DELAY_LEVEL = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h";
-
-const DELAY_UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
-
-/**
- * Reads RocketMQ's messageDelayLevel: 1..18 durations (a positive integer and a unit: ms, s, m,
- * h or d; at most 365d each) separated by spaces. Returns the delay of each level in ms. The
- * broker parses it again with the same rules (src/broker/schedule/delay-levels.ts, which config
- * may not import); a test there checks that both agree.
- */
-export function parseMessageDelayLevel(text: string): number[] | { invalid: string } {
-  const form = `expected 1-18 durations like "1s 5s 10s 1m 2h" (units ms, s, m, h, d), got ${JSON.stringify(text)}`;
-  const tokens = text.split(/\s+/).filter((t) => t !== "");
-  if (tokens.length === 0 || tokens.length > 18) return { invalid: `${form} (${tokens.length} levels)` };
-  const out: number[] = [];
-  for (const t of tokens) {
-    const m = /^([0-9]{1,12})(ms|s|m|h|d)$/.exec(t);
-    const ms = m ? Number(m[1]) * (DELAY_UNIT_MS[m[2] ?? ""] ?? 0) : 0;
-    if (ms < 1 || ms > 365 * DELAY_UNIT_MS.d!) return { invalid: `${form} (${JSON.stringify(t)} is not a duration from 1ms to 365d)` };
-    out.push(ms);
-  }
-  return out;
 }
 
 function checkAddrList(items: string[]): Checked {
@@ -760,18 +939,24 @@ function checkBroker(config: Config, add: (key: KeyPath, problem: string) => voi
   }
   const p = b.listen.port;
   if (p !== 0 && (p < 3 || p > 65534)) {
-    add("broker.listen", `port must be 0 or between 3 and 65534, got ${p} ` +
-      "(the broker also binds port + 1 for HA and port - 2 for the VIP channel)");
+    add(
+      "broker.listen",
+      `port must be 0 or between 3 and 65534, got ${p} ` + "(the broker also binds port + 1 for HA and port - 2 for the VIP channel)",
+    );
   }
   const segment = config.store.commitLogSegmentBytes;
   if (b.maxMessageSizeBytes >= segment) {
-    add("broker.maxMessageSizeBytes", `must be smaller than store.commitLogSegmentBytes (${segment}) ` +
-      `so a message fits in one segment, got ${b.maxMessageSizeBytes}`);
+    add(
+      "broker.maxMessageSizeBytes",
+      `must be smaller than store.commitLogSegmentBytes (${segment}) ` + `so a message fits in one segment, got ${b.maxMessageSizeBytes}`,
+    );
   }
   const frame = config.remoting.frameSizeMaxBytes;
   if (b.maxMessageSizeBytes >= frame) {
-    add("broker.maxMessageSizeBytes", `must be smaller than remoting.frameSizeMaxBytes (${frame}) ` +
-      `so a message fits in one frame, got ${b.maxMessageSizeBytes}`);
+    add(
+      "broker.maxMessageSizeBytes",
+      `must be smaller than remoting.frameSizeMaxBytes (${frame}) ` + `so a message fits in one frame, got ${b.maxMessageSizeBytes}`,
+    );
   }
 }
 
@@ -779,19 +964,22 @@ function checkStore(s: Config["store"], out: KeyProblem[]): void {
   if (s.diskCriticalRatio <= s.diskMaxUsedSpaceRatio) {
     out.push({
       key: "store.diskCriticalRatio",
-      problem: `must be greater than store.diskMaxUsedSpaceRatio (${s.diskMaxUsedSpaceRatio}) ` +
+      problem:
+        `must be greater than store.diskMaxUsedSpaceRatio (${s.diskMaxUsedSpaceRatio}) ` +
         `so old files are deleted before writes are refused, got ${s.diskCriticalRatio}`,
       other: {
         key: "store.diskMaxUsedSpaceRatio",
-        problem: `must be smaller than store.diskCriticalRatio (${s.diskCriticalRatio}) ` +
+        problem:
+          `must be smaller than store.diskCriticalRatio (${s.diskCriticalRatio}) ` +
           `so old files are deleted before writes are refused, got ${s.diskMaxUsedSpaceRatio}`,
       },
     });
   }
   const indexBytes = indexFileBytes(s.indexSlotNum, s.indexNum);
   if (indexBytes > INT32_MAX) {
-    const size = `an IndexFile of ${INDEX_HEADER_BYTES} + ${s.indexSlotNum} × ${INDEX_SLOT_BYTES} + ` +
-      `${s.indexNum} × ${INDEX_ENTRY_BYTES} = ${indexBytes} bytes is larger than ${INT32_MAX}`;
+    const size =
+      `an IndexFile of ${INDEX_HEADER_SIZE_BYTES} + ${s.indexSlotNum} × ${INDEX_SLOT_SIZE_BYTES} + ` +
+      `${s.indexNum} × ${INDEX_ENTRY_SIZE_BYTES} = ${indexBytes} bytes is larger than ${INT32_MAX}`;
     out.push({
       key: "store.indexNum",
       problem: `too large for store.indexSlotNum ${s.indexSlotNum}: ${size}`,

@@ -6,7 +6,7 @@ export {
   type NamesrvRuntimeOptions,
   type LiveBrokerInfo,
 } from "./namesrv.ts";
-export { RouteInfoManager, type TopicRouteData, type TopicConfig, type DataVersion, PERM_READ, PERM_WRITE } from "./route-info-manager.ts";
+export { RouteInfoManager } from "./route-info-manager.ts";
 export {
   encodeRegisterBrokerBody,
   encodeRegisterBrokerBodyCompressed,

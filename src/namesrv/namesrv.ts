@@ -9,7 +9,8 @@ import { scope } from "../common/log.ts";
 import { RemotingServer, type ConfigUpdateOutcome } from "../remoting/index.ts";
 import { KvConfigManager } from "./kv-config.ts";
 import { NamesrvRequestProcessor, type NamesrvProcessorDeps } from "./processors.ts";
-import { RouteInfoManager, type TopicRouteData } from "./route-info-manager.ts";
+import { RouteInfoManager } from "./route-info-manager.ts";
+import { type TopicRouteData } from "../protocol/route.ts";
 
 /** The name server's configuration: the schema's namesrv and remoting sections as loaded and checked. */
 export interface NamesrvOptions {

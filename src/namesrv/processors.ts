@@ -23,7 +23,8 @@ import { parseJsonBytes } from "../common/json.ts";
 import { NAMESPACE_ORDER_TOPIC_CONFIG, type KvConfigManager } from "./kv-config.ts";
 import { decodeRegisterBrokerBody } from "./register-broker-body.ts";
 import type { NamesrvConfigAccess } from "./namesrv.ts";
-import type { DataVersion, RouteInfoManager } from "./route-info-manager.ts";
+import type { RouteInfoManager } from "./route-info-manager.ts";
+import type { DataVersion } from "../protocol/data-version.ts";
 
 export interface NamesrvProcessorDeps {
   routes: RouteInfoManager;

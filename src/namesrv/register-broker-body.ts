@@ -14,7 +14,8 @@
  * Input is validated into a typed body or a reason; nothing throws on bad bytes.
  */
 import { parseJsonBytes } from "../common/json.ts";
-import type { DataVersion, TopicConfig } from "./route-info-manager.ts";
+import type { DataVersion } from "../protocol/data-version.ts";
+import type { TopicConfig } from "../protocol/topics.ts";
 
 /**
  * node:zlib on first use: only compressed register bodies need it (brokers send them with
@@ -93,11 +94,9 @@ function decodeCompressed(body: Uint8Array): RegisterBrokerBody | { invalid: str
 function validate(wrapper: unknown, filters: unknown): RegisterBrokerBody | { invalid: string } {
   if (!isObject(wrapper)) return { invalid: "topicConfigSerializeWrapper missing" };
   const dv = wrapper.dataVersion;
-  const dataVersion: DataVersion = { counter: 0, timestamp: 0 };
-  if (isObject(dv)) {
-    dataVersion.counter = Number(dv.counter ?? 0);
-    dataVersion.timestamp = Number(dv.timestamp ?? 0);
-  }
+  const dataVersion: DataVersion = isObject(dv)
+    ? { counter: Number(dv.counter ?? 0), timestamp: Number(dv.timestamp ?? 0) }
+    : { counter: 0, timestamp: 0 };
   const topicConfigTable: Record<string, TopicConfig> = {};
   const table = wrapper.topicConfigTable ?? {};
   if (!isObject(table)) return { invalid: "topicConfigTable is not an object" };
@@ -114,7 +113,7 @@ function validate(wrapper: unknown, filters: unknown): RegisterBrokerBody | { in
       readQueueNums: r,
       writeQueueNums: w,
       perm,
-      topicFilterType: typeof tc.topicFilterType === "string" ? tc.topicFilterType : "SINGLE_TAG",
+      topicFilterType: tc.topicFilterType === "MULTI_TAG" ? "MULTI_TAG" : "SINGLE_TAG",
       topicSysFlag: Number(tc.topicSysFlag ?? 0) | 0,
       order: tc.order === true,
     };

@@ -1,8 +1,9 @@
 import { describe, expect, test } from "bun:test";
-import { RouteInfoManager, type RegisterBrokerArgs, type TopicConfig } from "./route-info-manager.ts";
+import { RouteInfoManager, type RegisterBrokerArgs } from "./route-info-manager.ts";
+import { defaultTopicConfig, type TopicConfig } from "../protocol/topics.ts";
 
 const test8: Record<string, TopicConfig> = {
-  test: { topicName: "test", readQueueNums: 8, writeQueueNums: 8, perm: 6, order: false },
+  test: { ...defaultTopicConfig("test"), readQueueNums: 8, writeQueueNums: 8, perm: 6 },
 };
 
 function reg(overrides: Partial<RegisterBrokerArgs>): RegisterBrokerArgs {
@@ -24,8 +25,14 @@ function reg(overrides: Partial<RegisterBrokerArgs>): RegisterBrokerArgs {
 function seedDeployment(rim: RouteInfoManager, now = 0): void {
   rim.registerBroker(reg({}), now);
   rim.registerBroker(reg({ brokerAddr: "192.168.116.116:10911", brokerName: "broker-b", brokerId: 0, connectionId: 2 }), now);
-  rim.registerBroker(reg({ brokerAddr: "192.168.116.115:11911", brokerName: "broker-b", brokerId: 1, haServerAddr: "192.168.116.115:11912", connectionId: 3 }), now);
-  rim.registerBroker(reg({ brokerAddr: "192.168.116.116:11911", brokerName: "broker-a", brokerId: 1, haServerAddr: "192.168.116.115:11912", connectionId: 4 }), now);
+  rim.registerBroker(
+    reg({ brokerAddr: "192.168.116.115:11911", brokerName: "broker-b", brokerId: 1, haServerAddr: "192.168.116.115:11912", connectionId: 3 }),
+    now,
+  );
+  rim.registerBroker(
+    reg({ brokerAddr: "192.168.116.116:11911", brokerName: "broker-a", brokerId: 1, haServerAddr: "192.168.116.115:11912", connectionId: 4 }),
+    now,
+  );
 }
 
 describe("RouteInfoManager", () => {
@@ -94,7 +101,10 @@ describe("RouteInfoManager", () => {
     const rim = new RouteInfoManager();
     seedDeployment(rim, 0);
     rim.registerBroker(reg({ brokerAddr: "192.168.116.116:10911", brokerName: "broker-b", connectionId: 2 }), 100_000);
-    const expired = rim.scanNotActiveBroker(120_001, 120_000).map((e) => e.brokerAddr).sort();
+    const expired = rim
+      .scanNotActiveBroker(120_001, 120_000)
+      .map((e) => e.brokerAddr)
+      .sort();
     expect(expired).toEqual(["192.168.116.115:10911", "192.168.116.115:11911", "192.168.116.116:11911"]);
     expect(rim.getLiveBrokers().map((b) => b.brokerAddr)).toEqual(["192.168.116.116:10911"]);
     expect(rim.getTopicRoute("test")!.brokerDatas).toEqual([
@@ -109,7 +119,10 @@ describe("RouteInfoManager", () => {
     rim.registerBroker(reg({}), 1);
     expect(rim.getTopicRoute("test")!.queueDatas[0]!.perm).toBe(4);
     rim.registerBroker(
-      reg({ dataVersion: { counter: 2, timestamp: 2000 }, topicConfigTable: { other: { topicName: "other", readQueueNums: 4, writeQueueNums: 4, perm: 6 } } }),
+      reg({
+        dataVersion: { counter: 2, timestamp: 2000 },
+        topicConfigTable: { other: { ...defaultTopicConfig("other"), readQueueNums: 4, writeQueueNums: 4 } },
+      }),
       2,
     );
     expect(rim.getAllTopics()).toEqual(["other", "test"]);

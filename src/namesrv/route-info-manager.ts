@@ -15,31 +15,13 @@
  *   - only a master (brokerId 0) writes QueueData; a slave's topic configs are ignored, so a broker
  *     name whose master died keeps its queues (served by the slave) until its last address goes.
  */
+import type { DataVersion } from "../protocol/data-version.ts";
+import { PermName } from "../protocol/permission.ts";
+import type { QueueData, TopicRouteData } from "../protocol/route.ts";
+import type { TopicConfig } from "../protocol/topics.ts";
 
-export interface DataVersion {
-  counter: number;
-  timestamp: number;
-}
-
-export interface TopicConfig {
-  topicName: string;
-  readQueueNums: number;
-  writeQueueNums: number;
-  perm: number;
-  topicFilterType?: string;
-  topicSysFlag?: number;
-  order?: boolean;
-}
-
-export interface QueueData {
-  brokerName: string;
-  readQueueNums: number;
-  writeQueueNums: number;
-  perm: number;
-  topicSysFlag: number;
-}
-
-export interface BrokerData {
+/** A broker name's addresses as the name server keeps them (the route's BrokerData has them as JSON keys). */
+interface BrokerAddrs {
   cluster: string;
   brokerName: string;
   /** brokerId → address; 0 = master. */
@@ -73,20 +55,9 @@ export interface RegisterBrokerResult {
   haServerAddr?: string;
 }
 
-/** The JSON body of GET_ROUTEINFO_BY_TOPIC (TopicRouteData). */
-export interface TopicRouteData {
-  orderTopicConf?: string;
-  queueDatas: QueueData[];
-  brokerDatas: { cluster: string; brokerName: string; brokerAddrs: Record<string, string> }[];
-  filterServerTable: Record<string, string[]>;
-}
-
-export const PERM_READ = 4;
-export const PERM_WRITE = 2;
-
 export class RouteInfoManager {
   readonly #topicQueueTable = new Map<string, Map<string, QueueData>>();
-  readonly #brokerAddrTable = new Map<string, BrokerData>();
+  readonly #brokerAddrTable = new Map<string, BrokerAddrs>();
   readonly #clusterAddrTable = new Map<string, Set<string>>();
   readonly #brokerLiveTable = new Map<string, BrokerLiveInfo>();
   readonly #filterServerTable = new Map<string, string[]>();
@@ -297,7 +268,7 @@ export class RouteInfoManager {
     for (const queues of this.#topicQueueTable.values()) {
       const qd = queues.get(brokerName);
       if (!qd) continue;
-      qd.perm = writable ? qd.perm | PERM_WRITE : qd.perm & ~PERM_WRITE;
+      qd.perm = writable ? qd.perm | PermName.WRITE : qd.perm & ~PermName.WRITE;
       count++;
     }
     return count;

@@ -18,6 +18,7 @@ import { type RemotingCommand, SerializeType } from "./command.ts";
 import { decodeJsonHeader, encodeJsonHeaderText, type DecodedHeader } from "./header-json.ts";
 import { decodeRocketmqHeader, encodeRocketmqHeader } from "./header-rocketmq.ts";
 import { allocUninitialized } from "../common/bytes.ts";
+import type { Invalid } from "../common/invalid.ts";
 
 export const FRAME_LENGTH_FIELD_SIZE = 4;
 export const FRAME_HEADER_LENGTH_FIELD_SIZE = 4;
@@ -38,8 +39,6 @@ export interface FrameLimits {
    */
   chunksOwned?: boolean;
 }
-
-export type Invalid = { invalid: string };
 
 export function decodeCommand(frame: Uint8Array): RemotingCommand | Invalid {
   // frame starts at the header-length word (the length word is already consumed). Read by hand:

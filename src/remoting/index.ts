@@ -1,5 +1,5 @@
 export * from "./command.ts";
-export { decodeCommand, encodeCommand, FrameDecoder, FRAME_SIZE_MAX_BYTES_DEFAULT, type Invalid } from "./frame.ts";
+export { decodeCommand, encodeCommand, FrameDecoder, FRAME_SIZE_MAX_BYTES_DEFAULT } from "./frame.ts";
 export { RemotingConnection, RemotingClosedError, RemotingTimeoutError, normalizeAddress } from "./connection.ts";
 export { RemotingServer, type RemotingServerOptions } from "./server.ts";
 export { RemotingClient, REMOTING_CLIENT_DEFAULTS, splitHostPort, type RemotingClientOptions } from "./client.ts";

@@ -12,7 +12,8 @@ import {
   type ExtFields,
   type RemotingCommand,
 } from "../../src/remoting/index.ts";
-import { encodeRegisterBrokerBody, type TopicConfig } from "../../src/namesrv/index.ts";
+import { encodeRegisterBrokerBody } from "../../src/namesrv/index.ts";
+import { type TopicConfig } from "../../src/protocol/topics.ts";
 
 export function newClient(): RemotingClient {
   return new RemotingClient({ ...REMOTING_CLIENT_DEFAULTS, log: scope("test-client") });

@@ -17,7 +17,7 @@ import {
   parseProperties,
   type DecodedRecord,
 } from "../../src/commitlog/index.ts";
-import type { TopicRouteData } from "../../src/namesrv/index.ts";
+import type { TopicRouteData } from "../../src/protocol/route.ts";
 import { scope } from "../../src/common/log.ts";
 import {
   createRequest,

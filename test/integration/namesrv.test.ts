@@ -5,7 +5,9 @@
  */
 import { afterEach, describe, expect, test } from "bun:test";
 import { RemotingClient, RequestCode, ResponseCode, SerializeType, createRequest, encodeCommand } from "../../src/remoting/index.ts";
-import { encodeRegisterBrokerBodyCompressed, type TopicConfig, type TopicRouteData } from "../../src/namesrv/index.ts";
+import { encodeRegisterBrokerBodyCompressed } from "../../src/namesrv/index.ts";
+import { type TopicConfig } from "../../src/protocol/topics.ts";
+import { type TopicRouteData } from "../../src/protocol/route.ts";
 import { startRocketbun, waitFor, type RunningBinary } from "../harness/binary.ts";
 import { bodyJson, newClient, registerBrokerRequest, routeRequest, type BrokerIdentity } from "../harness/wire.ts";
 
@@ -14,10 +16,34 @@ const TOPICS: Record<string, TopicConfig> = {
 };
 
 const SEED: BrokerIdentity[] = [
-  { clusterName: "rocketmq-cluster", brokerAddr: "192.168.116.115:10911", brokerName: "broker-a", brokerId: 0, haServerAddr: "192.168.116.115:10912" },
-  { clusterName: "rocketmq-cluster", brokerAddr: "192.168.116.116:10911", brokerName: "broker-b", brokerId: 0, haServerAddr: "192.168.116.115:10912" },
-  { clusterName: "rocketmq-cluster", brokerAddr: "192.168.116.115:11911", brokerName: "broker-b", brokerId: 1, haServerAddr: "192.168.116.115:11912" },
-  { clusterName: "rocketmq-cluster", brokerAddr: "192.168.116.116:11911", brokerName: "broker-a", brokerId: 1, haServerAddr: "192.168.116.115:11912" },
+  {
+    clusterName: "rocketmq-cluster",
+    brokerAddr: "192.168.116.115:10911",
+    brokerName: "broker-a",
+    brokerId: 0,
+    haServerAddr: "192.168.116.115:10912",
+  },
+  {
+    clusterName: "rocketmq-cluster",
+    brokerAddr: "192.168.116.116:10911",
+    brokerName: "broker-b",
+    brokerId: 0,
+    haServerAddr: "192.168.116.115:10912",
+  },
+  {
+    clusterName: "rocketmq-cluster",
+    brokerAddr: "192.168.116.115:11911",
+    brokerName: "broker-b",
+    brokerId: 1,
+    haServerAddr: "192.168.116.115:11912",
+  },
+  {
+    clusterName: "rocketmq-cluster",
+    brokerAddr: "192.168.116.116:11911",
+    brokerName: "broker-a",
+    brokerId: 1,
+    haServerAddr: "192.168.116.115:11912",
+  },
 ];
 
 const cleanups: (() => Promise<void>)[] = [];
@@ -126,10 +152,14 @@ describe("name server binary: seed deployment", () => {
 
     // Closing broker-a slave's connection removes it at once: broker-a is gone from the route.
     await brokers[3]!.close();
-    r = await waitFor(async () => {
-      const x = bodyJson<TopicRouteData>(await route(c, srv.namesrvAddr));
-      return x.brokerDatas.length === 1 ? x : null;
-    }, 5000, "broker-a to disappear");
+    r = await waitFor(
+      async () => {
+        const x = bodyJson<TopicRouteData>(await route(c, srv.namesrvAddr));
+        return x.brokerDatas.length === 1 ? x : null;
+      },
+      5000,
+      "broker-a to disappear",
+    );
     expect(r.queueDatas.map((q) => q.brokerName)).toEqual(["broker-b"]);
 
     await brokers[1]!.close();
@@ -154,7 +184,15 @@ describe("name server binary: seed deployment", () => {
     const b = SEED[0]!;
     const req = createRequest(
       RequestCode.REGISTER_BROKER,
-      { brokerName: b.brokerName, brokerAddr: b.brokerAddr, clusterName: b.clusterName, haServerAddr: b.haServerAddr, brokerId: "0", compressed: "true", bodyCrc32: String(Bun.hash.crc32(body) & 0x7fffffff) },
+      {
+        brokerName: b.brokerName,
+        brokerAddr: b.brokerAddr,
+        clusterName: b.clusterName,
+        haServerAddr: b.haServerAddr,
+        brokerId: "0",
+        compressed: "true",
+        bodyCrc32: String(Bun.hash.crc32(body) & 0x7fffffff),
+      },
       body,
     );
     const c = client();
@@ -220,7 +258,11 @@ describe("name server binary: seed deployment", () => {
         const list = await c.invoke(srv.namesrvAddr, createRequest(RequestCode.GET_KVLIST_BY_NAMESPACE, { namespace: "ORDER_TOPIC_CONFIG" }), 3000);
         expect(bodyJson(list)).toEqual({ table: { test: "broker-a:8;broker-b:8" } });
         await c.invoke(srv.namesrvAddr, createRequest(RequestCode.DELETE_KV_CONFIG, { namespace: "ORDER_TOPIC_CONFIG", key: "test" }), 3000);
-        const miss = await c.invoke(srv.namesrvAddr, createRequest(RequestCode.GET_KV_CONFIG, { namespace: "ORDER_TOPIC_CONFIG", key: "test" }), 3000);
+        const miss = await c.invoke(
+          srv.namesrvAddr,
+          createRequest(RequestCode.GET_KV_CONFIG, { namespace: "ORDER_TOPIC_CONFIG", key: "test" }),
+          3000,
+        );
         expect(miss.code).toBe(ResponseCode.QUERY_NOT_FOUND);
       } finally {
         await c.close();

@@ -15,7 +15,7 @@
  * parent passes the next one as <startSeq>) and the body crashBody(n), so the parent can check
  * the content of whatever it finds after a crash without knowing what was sent.
  */
-import type { FlushDiskType } from "../../src/commitlog/commit-log.ts";
+import type { FlushDiskType } from "../../src/protocol/broker-config.ts";
 import { MessageStore, type MessageStoreOptions, type PutMessageRequest } from "../../src/commitlog/message-store.ts";
 import { message, testStoreOptions } from "../../src/commitlog/test-support.ts";
 

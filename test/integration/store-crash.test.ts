@@ -27,7 +27,7 @@
 import { describe, expect, test } from "bun:test";
 import { readdirSync, rmSync, statSync, unlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import type { FlushDiskType } from "../../src/commitlog/commit-log.ts";
+import type { FlushDiskType } from "../../src/protocol/broker-config.ts";
 import { decodeRecordAt, parseProperties, type DecodedRecord } from "../../src/common/message-record.ts";
 import { MessageStore, type RecoveryReport } from "../../src/commitlog/message-store.ts";
 import { tempStoreDir } from "../../src/commitlog/test-support.ts";

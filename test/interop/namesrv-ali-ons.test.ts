@@ -7,7 +7,8 @@ import { afterEach, expect } from "bun:test";
 import { compatTest } from "../harness/compat.ts";
 // @ts-expect-error ali-ons ships no type declarations
 import MQClientAPI from "ali-ons/lib/mq_client_api.js";
-import type { TopicConfig, TopicRouteData } from "../../src/namesrv/index.ts";
+import { defaultTopicConfig, type TopicConfig } from "../../src/protocol/topics.ts";
+import type { TopicRouteData } from "../../src/protocol/route.ts";
 import { startRocketbun, type RunningBinary } from "../harness/binary.ts";
 import { newClient, registerBrokerRequest } from "../harness/wire.ts";
 
@@ -36,7 +37,7 @@ const noHttp = {
 test("ali-ons fetches the seed deployment's route and gets TOPIC_NOT_EXIST for unknown topics", async () => {
   const srv: RunningBinary = await startRocketbun({ role: "namesrv" });
   cleanups.push(() => srv[Symbol.asyncDispose]());
-  const topics: Record<string, TopicConfig> = { test: { topicName: "test", readQueueNums: 8, writeQueueNums: 8, perm: 6 } };
+  const topics: Record<string, TopicConfig> = { test: { ...defaultTopicConfig("test"), readQueueNums: 8, writeQueueNums: 8 } };
   const brokers = [
     { clusterName: "rocketmq-cluster", brokerAddr: "127.0.0.1:10911", brokerName: "broker-a", brokerId: 0, haServerAddr: "127.0.0.1:10912" },
     { clusterName: "rocketmq-cluster", brokerAddr: "127.0.0.1:11911", brokerName: "broker-a", brokerId: 1, haServerAddr: "127.0.0.1:11912" },

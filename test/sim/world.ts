@@ -19,7 +19,8 @@
  *       (checked after every recovery and periodically);
  *   I5  at the end, with faults off, the slave catches up to the master (liveness).
  */
-import { MessageStore, type FlushDiskType, type MessageStoreOptions, type PutMessageResult } from "../../src/commitlog/index.ts";
+import { MessageStore, type MessageStoreOptions, type PutMessageResult } from "../../src/commitlog/index.ts";
+import { type FlushDiskType } from "../../src/protocol/broker-config.ts";
 import { decodeRecordAt, parseHostAddress } from "../../src/common/message-record.ts";
 import type { Logger, LogLevel } from "../../src/common/log.ts";
 import { HAClient, HAService } from "../../src/ha/index.ts";

@@ -26,7 +26,8 @@
  * A slave refuses the two subscription-group writes: its groups follow its master.
  */
 import { jsonBytes, parseJsonBytes } from "../../common/json.ts";
-import { SCHEDULE_TOPIC, subscriptionGroupFromJson } from "../../commitlog/index.ts";
+import { subscriptionGroupFromJson } from "../metadata.ts";
+import { SCHEDULE_TOPIC } from "../../protocol/topics.ts";
 import {
   answerConfigUpdate,
   createResponse,
@@ -51,7 +52,8 @@ import {
 } from "../admin-bodies.ts";
 import type { BrokerConfigAccess } from "../broker.ts";
 import type { BrokerContext } from "../context.ts";
-import { RebalanceLockManager, type MessageQueue } from "../rebalance-lock.ts";
+import { RebalanceLockManager } from "../rebalance-lock.ts";
+import { type MessageQueue } from "../../protocol/route.ts";
 import { BrokerStats, StatsName } from "../stats.ts";
 
 const SLAVE_REFUSAL = "Can't modify topic or subscription group from slave broker, please execute it from master broker.";
@@ -221,7 +223,8 @@ export class AdminProcessor implements RequestProcessor {
         const entries = consumeStats(ctx, group, optString(ext, "topic"));
         // Java sums each topic's GROUP_GET_NUMS rate over the last minute.
         let tps = 0;
-        for (const topic of new Set(entries.map(([mq]) => mq.topic))) tps += this.#stats.items.minuteTps(StatsName.GROUP_GET_NUMS, `${topic}@${group}`);
+        for (const topic of new Set(entries.map(([mq]) => mq.topic)))
+          tps += this.#stats.items.minuteTps(StatsName.GROUP_GET_NUMS, `${topic}@${group}`);
         return ok(encoder.encode(consumeStatsBody(entries, tps)));
       }
     }
@@ -233,7 +236,8 @@ export class AdminProcessor implements RequestProcessor {
     const known = (Object.values(StatsName) as string[]).includes(name) ? (name as StatsName) : undefined;
     // The broker-wide items are keyed by the cluster name, as in Java's BrokerStatsManager.
     const broker = known === StatsName.BROKER_PUT_NUMS || known === StatsName.BROKER_GET_NUMS;
-    const view = known === undefined || (broker && key !== this.#ctx.settings.clusterName) ? undefined : this.#stats.items.view(known, broker ? "" : key);
+    const view =
+      known === undefined || (broker && key !== this.#ctx.settings.clusterName) ? undefined : this.#stats.items.view(known, broker ? "" : key);
     if (!view) return createResponse(cmd, ResponseCode.SYSTEM_ERROR, `The stats <${name}> <${key}> not exist`);
     const body = jsonBytes({ statsDay: view.statsDay, statsHour: view.statsHour, statsMinute: view.statsMinute });
     return createResponse(cmd, ResponseCode.SUCCESS, undefined, undefined, body);

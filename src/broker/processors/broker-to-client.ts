@@ -42,7 +42,7 @@ import {
 import { mqJson } from "../admin-bodies.ts";
 import type { ClientChannel } from "../client-manager.ts";
 import type { BrokerContext } from "../context.ts";
-import type { MessageQueue } from "../rebalance-lock.ts";
+import type { MessageQueue } from "../../protocol/route.ts";
 
 /** Java Broker2Client.callClient's wait for a forwarded request. */
 export const CALL_CLIENT_TIMEOUT_MS = 10_000;

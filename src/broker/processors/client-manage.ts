@@ -4,7 +4,7 @@
  * GET_CONSUMER_LIST_BY_GROUP right after.
  */
 import { parseJsonBytes } from "../../common/json.ts";
-import { PermName } from "../../commitlog/index.ts";
+import { PermName } from "../../protocol/permission.ts";
 import {
   createResponse,
   optString,
@@ -17,7 +17,7 @@ import {
 } from "../../remoting/index.ts";
 import type { BrokerContext } from "../context.ts";
 import { buildSubscription, isSupportedType, unsupportedFilterRemark, type SubscriptionData } from "../subscription.ts";
-import { retryTopic } from "./send-message.ts";
+import { retryTopic } from "../../protocol/topics.ts";
 
 interface HeartbeatConsumer {
   groupName: string;

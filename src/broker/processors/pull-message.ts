@@ -9,7 +9,8 @@
  *
  * The body is the stored records byte for byte, concatenated: no re-encoding.
  */
-import { isReadable, type GetMessageResult, type GetMessageStatus } from "../../commitlog/index.ts";
+import { type GetMessageResult, type GetMessageStatus } from "../../commitlog/index.ts";
+import { isReadable } from "../../protocol/permission.ts";
 import {
   createResponse,
   optInt,

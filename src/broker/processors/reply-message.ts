@@ -16,14 +16,8 @@
  * properties[REPLY_TO_CLIENT] is null"). msgId / queueOffset are the stored record's ("0" / 0
  * when the store refused it).
  */
-import {
-  createOffsetMsgId,
-  encodeProperties,
-  parseProperties,
-  setIndexedFields,
-  validateTopicName,
-  type PutMessageRequest,
-} from "../../commitlog/index.ts";
+import { createOffsetMsgId, encodeProperties, parseProperties, setIndexedFields, type PutMessageRequest } from "../../commitlog/index.ts";
+import { validateTopicName } from "../../protocol/topics.ts";
 import {
   createRequest,
   createResponse,

@@ -10,21 +10,26 @@ import {
   createOffsetMsgId,
   decodeMessageBatch,
   encodeProperties,
-  isNotAllowedSendTopic,
-  isWriteable,
   MessageConst,
   parseProperties,
-  PermName,
   setIndexedFields,
   SysFlag,
   tagsHashCode,
   tryParseHostAddress,
-  validateTopicName,
   type HostAddress,
   type PutMessageRequest,
   type PutMessageResult,
-  type TopicConfig,
 } from "../../commitlog/index.ts";
+import {
+  AUTO_CREATE_TOPIC,
+  dlqTopic,
+  isNotAllowedSendTopic,
+  RETRY_GROUP_TOPIC_PREFIX,
+  retryTopic,
+  validateTopicName,
+  type TopicConfig,
+} from "../../protocol/topics.ts";
+import { isWriteable, PermName } from "../../protocol/permission.ts";
 import {
   createResponse,
   optInt,
@@ -43,17 +48,7 @@ import type { BrokerContext, BrokerSettings } from "../context.ts";
 import { isTransactionPrepare } from "../transaction/half-message.ts";
 import type { TransactionalMessageService } from "../transaction/transactional-message-service.ts";
 
-export const RETRY_GROUP_TOPIC_PREFIX = "%RETRY%";
-export const DLQ_GROUP_TOPIC_PREFIX = "%DLQ%";
 const V3_4_9 = 121;
-
-export function retryTopic(group: string): string {
-  return RETRY_GROUP_TOPIC_PREFIX + group;
-}
-
-export function dlqTopic(group: string): string {
-  return DLQ_GROUP_TOPIC_PREFIX + group;
-}
 
 /** The send header with long names, whichever form it arrived in. */
 export interface SendHeader {
@@ -112,7 +107,7 @@ export function parseSendHeader(cmd: RemotingCommand): SendHeader {
   return {
     producerGroup,
     topic,
-    defaultTopic: str("defaultTopic") ?? "TBW102",
+    defaultTopic: str("defaultTopic") ?? AUTO_CREATE_TOPIC,
     defaultTopicQueueNums: int("defaultTopicQueueNums") ?? 4,
     queueId,
     sysFlag: int("sysFlag") ?? 0,
@@ -410,7 +405,7 @@ export class SendMessageProcessor implements RequestProcessor {
     const h: SendHeader = {
       producerGroup: groupName,
       topic,
-      defaultTopic: "TBW102",
+      defaultTopic: AUTO_CREATE_TOPIC,
       defaultTopicQueueNums: 1,
       queueId,
       sysFlag: orig.sysFlag,

@@ -16,7 +16,7 @@ import {
   validateTopicName,
   type TopicConfig,
   type TopicFilterType,
-} from "../../commitlog/index.ts";
+} from "../../protocol/topics.ts";
 import {
   createResponse,
   optBool,

@@ -3,18 +3,17 @@ import { rmSync } from "node:fs";
 import { scope } from "../../common/log.ts";
 import {
   decodeRecordAt,
-  DelayOffsetManager,
   MessageStore,
   parseProperties,
-  SCHEDULE_TOPIC,
   SysFlag,
   tagsHashCode,
-  TopicConfigManager,
   type DecodedRecord,
   type PutMessageRequest,
 } from "../../commitlog/index.ts";
+import { DelayOffsetManager, TopicConfigManager } from "../metadata.ts";
+import { SCHEDULE_TOPIC } from "../../protocol/topics.ts";
 import { message, tempStoreDir, testStoreOptions } from "../../commitlog/test-support.ts";
-import { DEFAULT_MESSAGE_DELAY_LEVEL, parseDelayLevels } from "./delay-levels.ts";
+import { DEFAULT_MESSAGE_DELAY_LEVEL, parseDelayLevels } from "../../protocol/delay-levels.ts";
 import {
   ensureScheduleTopic,
   SCHEDULE_TOPIC_QUEUE_NUMS,

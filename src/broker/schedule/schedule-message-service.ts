@@ -56,23 +56,20 @@ import {
   encodeProperties,
   MessageConst,
   parseProperties,
-  SCHEDULE_TOPIC,
   SysFlag,
   tagsHashCode,
-  TRANS_HALF_TOPIC,
   transactionType,
   type DecodedRecord,
-  type DelayOffsetManager,
   type GetMessageStatus,
   type MessageStore,
   type PutMessageRequest,
-  type TopicConfig,
-  type TopicConfigManager,
 } from "../../commitlog/index.ts";
-import type { BrokerRole } from "../context.ts";
+import { type DelayOffsetManager, type TopicConfigManager } from "../metadata.ts";
+import { SCHEDULE_TOPIC, TRANS_HALF_TOPIC, type TopicConfig } from "../../protocol/topics.ts";
+import type { BrokerRole } from "../../protocol/broker-config.ts";
 import type { ScheduleHook } from "../processors/send-message.ts";
 import { putRequestFromRecord, realQueueOf } from "../reput.ts";
-import { DELAY_LEVELS_MAX, parseDelayLevelProperty } from "./delay-levels.ts";
+import { DELAY_LEVELS_MAX, parseDelayLevelProperty } from "../../protocol/delay-levels.ts";
 import { TimerHeap, type TimerEntry } from "./timer-heap.ts";
 
 /** Queue of SCHEDULE_TOPIC_XXXX holding messages with an arbitrary delivery time. */

@@ -43,9 +43,9 @@ import {
   transactionType,
   type DecodedRecord,
   type HostAddress,
-  type Invalid,
   type PutMessageRequest,
 } from "../../commitlog/index.ts";
+import { type Invalid } from "../../common/invalid.ts";
 import { putRequestFromRecord, realQueueOf } from "../reput.ts";
 
 export const TRANS_SYS_GROUP = "CID_RMQ_SYS_TRANS";

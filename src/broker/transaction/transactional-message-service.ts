@@ -36,24 +36,21 @@ import {
   encodeRecord,
   MessageConst,
   parseProperties,
-  PermName,
   recordSize,
   SysFlag,
   tagsHashCode,
-  TRANS_CHECK_MAX_TIME_TOPIC,
-  TRANS_HALF_TOPIC,
-  TRANS_OP_HALF_TOPIC,
-  type ConsumerOffsetManager,
   type DecodedRecord,
   type HostAddress,
   type MessageStore,
   type PutMessageRequest,
   type PutMessageResult,
-  type TopicConfig,
 } from "../../commitlog/index.ts";
+import { type ConsumerOffsetManager } from "../metadata.ts";
+import { PermName } from "../../protocol/permission.ts";
+import { TRANS_CHECK_MAX_TIME_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC, type TopicConfig } from "../../protocol/topics.ts";
 import { createRequest, RequestCode, ResponseCode, type RemotingConnection } from "../../remoting/index.ts";
 import type { ProducerManager } from "../client-manager.ts";
-import type { BrokerRole } from "../context.ts";
+import type { BrokerRole } from "../../protocol/broker-config.ts";
 import { decideHalf, type CheckPolicy } from "./check-policy.ts";
 import {
   HALF_QUEUE_ID,

@@ -14,18 +14,17 @@
  */
 import {
   type Decoded,
-  type Invalid,
   type LoadedFrom,
   type MetadataOptions,
   INT32_MAX,
   configPath,
   invariant,
-  isInvalid,
   isJsonObject,
   loadConfigFile,
   DirtyFile,
   show,
 } from "./metadata-file.ts";
+import { type Invalid, isInvalid } from "../common/invalid.ts";
 
 export interface ConsumerOffsetBody {
   offsetTable: Record<string, Record<string, number>>;

@@ -7,7 +7,7 @@
  *   topics.json               TopicConfigManager          on every change (write-through)
  *   subscriptionGroup.json    SubscriptionGroupManager    on every change (write-through)
  *   consumerOffset.json       ConsumerOffsetManager       persistIfDirty(): every 5 s, shutdown
- *   delayOffset.json          DelayOffsetManager          persistIfDirty(): every 5 s, shutdown 
+ *   delayOffset.json          DelayOffsetManager          persistIfDirty(): every 5 s, shutdown
  *
  * Each file is written through `writeFileAtomic` (temp + fsync + `.bak` of the previous version +
  * rename) and read through `readFileWithBackup` with fastjson's unquoted numeric keys accepted.
@@ -19,32 +19,8 @@
  * (thrown) leaves both as they were. The dirty-flag managers stay dirty after a failed write, so
  * the next timer tick retries.
  */
-export { type DataVersion, type LoadedFrom, type MetadataOptions } from "./metadata-file.ts";
-export {
-  AUTO_CREATE_TOPIC,
-  BENCHMARK_TOPIC,
-  OFFSET_MOVED_EVENT,
-  PermName,
-  SCHEDULE_TOPIC,
-  SELF_TEST_TOPIC,
-  TOPIC_NAME_MAX_CHARS,
-  TRACE_TOPIC,
-  TRANS_CHECK_MAX_TIME_TOPIC,
-  TRANS_HALF_TOPIC,
-  TRANS_OP_HALF_TOPIC,
-  TopicConfigManager,
-  defaultTopicConfig,
-  isInherited,
-  isNotAllowedSendTopic,
-  isReadable,
-  isWriteable,
-  topicConfigFromJson,
-  validateTopicName,
-  type SystemTopicOptions,
-  type TopicConfig,
-  type TopicConfigWrapper,
-  type TopicFilterType,
-} from "./metadata-topics.ts";
+export { type LoadedFrom, type MetadataOptions } from "./metadata-file.ts";
+export { TopicConfigManager, topicConfigFromJson, type SystemTopicOptions, type TopicConfigWrapper } from "./metadata-topics.ts";
 export { ConsumerOffsetManager, DelayOffsetManager, type ConsumerOffsetBody, type DelayOffsetBody } from "./metadata-offsets.ts";
 export {
   GROUP_NAME_MAX_CHARS,

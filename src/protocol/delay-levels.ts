@@ -13,8 +13,8 @@
  *     delivery times, see schedule-message-service.ts), so a 19th level would collide with it.
  *   - each duration 1 ms..DELAY_LEVEL_MAX_MS, so every due time stays an exact integer.
  *
- * config/schema.ts checks `broker.messageDelayLevel` with the same rules (it may not import the
- * broker); delay-levels.test.ts checks that both agree.
+ * The one parser of the setting: config/schema.ts validates `broker.messageDelayLevel` with it and
+ * the broker's schedule service runs on what it returns.
  */
 
 export const DEFAULT_MESSAGE_DELAY_LEVEL = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h";

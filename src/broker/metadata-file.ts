@@ -25,6 +25,8 @@ import { copyFileSync, existsSync } from "node:fs";
 import { basename, join } from "node:path";
 import { readFileWithBackup, writeFileAtomic, writeFileAtomicAsync } from "../common/atomic-file.ts";
 import { parseJsonLenient } from "../common/json.ts";
+import { isInvalid, type Invalid } from "../common/invalid.ts";
+import type { DataVersion } from "../protocol/data-version.ts";
 
 export interface MetadataOptions {
   /** The store root; files live in `<dir>/config/`. */
@@ -35,20 +37,6 @@ export interface MetadataOptions {
 
 /** Where the last `load()` took its content from; see the table at the top of this file. */
 export type LoadedFrom = "none" | "main" | "bak" | "unreadable";
-
-/** RocketMQ's DataVersion: the counter goes up by one and the timestamp is reset on every change. */
-export interface DataVersion {
-  readonly counter: number;
-  readonly timestamp: number;
-}
-
-export interface Invalid {
-  invalid: string;
-}
-
-export function isInvalid(v: unknown): v is Invalid {
-  return typeof v === "object" && v !== null && "invalid" in v;
-}
 
 export type JsonObject = Record<string, unknown>;
 

@@ -5,20 +5,15 @@ import { join } from "node:path";
 import {
   ConsumerOffsetManager,
   DelayOffsetManager,
-  PermName,
   PRE_CREATED_GROUPS,
   SubscriptionGroupManager,
   TopicConfigManager,
   defaultSubscriptionGroupConfig,
-  defaultTopicConfig,
-  isNotAllowedSendTopic,
-  isReadable,
-  isWriteable,
   subscriptionGroupFromJson,
   topicConfigFromJson,
-  validateTopicName,
-  type TopicConfig,
 } from "./metadata.ts";
+import { PermName, isReadable, isWriteable } from "../protocol/permission.ts";
+import { defaultTopicConfig, isNotAllowedSendTopic, validateTopicName, type TopicConfig } from "../protocol/topics.ts";
 
 const dirs: string[] = [];
 afterEach(() => {

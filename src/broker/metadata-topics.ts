@@ -11,8 +11,6 @@
  * it does); a change is on disk before it is visible in memory, so a failed write changes nothing.
  */
 import {
-  type DataVersion,
-  type Invalid,
   type LoadedFrom,
   type MetadataOptions,
   type VersionedTableShape,
@@ -21,7 +19,6 @@ import {
   configPath,
   decodeVersionedTable,
   invariant,
-  isInvalid,
   isJsonObject,
   loadConfigFile,
   nextVersion,
@@ -31,89 +28,24 @@ import {
   show,
   versionedTableBody,
 } from "./metadata-file.ts";
-
-/** Permission bits (Java `PermName`). Normal topics use READ | WRITE = 6. */
-export const PermName = {
-  PRIORITY: 8,
-  READ: 4,
-  WRITE: 2,
-  INHERIT: 1,
-} as const;
-
-export function isReadable(perm: number): boolean {
-  return (perm & PermName.READ) === PermName.READ;
-}
-
-export function isWriteable(perm: number): boolean {
-  return (perm & PermName.WRITE) === PermName.WRITE;
-}
-
-export function isInherited(perm: number): boolean {
-  return (perm & PermName.INHERIT) === PermName.INHERIT;
-}
-
-export type TopicFilterType = "SINGLE_TAG" | "MULTI_TAG";
-
-export interface TopicConfig {
-  readonly topicName: string;
-  readonly readQueueNums: number;
-  readonly writeQueueNums: number;
-  readonly perm: number;
-  readonly topicFilterType: TopicFilterType;
-  /** Bit 0 unit topic, bit 1 unit subscription (Java `TopicSysFlag`). */
-  readonly topicSysFlag: number;
-  readonly order: boolean;
-}
+import { type DataVersion } from "../protocol/data-version.ts";
+import { type Invalid, isInvalid } from "../common/invalid.ts";
+import { isInherited, PermName } from "../protocol/permission.ts";
+import {
+  AUTO_CREATE_TOPIC,
+  BENCHMARK_TOPIC,
+  defaultTopicConfig,
+  OFFSET_MOVED_EVENT,
+  SCHEDULE_TOPIC,
+  SELF_TEST_TOPIC,
+  TRACE_TOPIC,
+  validateTopicName,
+  type TopicConfig,
+} from "../protocol/topics.ts";
 
 export interface TopicConfigWrapper {
   dataVersion: DataVersion;
   topicConfigTable: Record<string, TopicConfig>;
-}
-
-/** Java `TopicValidator.TOPIC_MAX_LENGTH`: the stored record keeps the topic length in one byte. */
-export const TOPIC_NAME_MAX_CHARS = 127;
-
-const TOPIC_NAME_PATTERN = /^[%|a-zA-Z0-9_-]+$/;
-
-/**
- * RocketMQ's topic rules (Java `TopicValidator.validateTopic`); null means valid. The reasons are
- * Java's remark texts, so a caller can put them in the response remark unchanged.
- */
-export function validateTopicName(name: string): string | null {
-  if (name.trim() === "") return "The specified topic is blank.";
-  if (!TOPIC_NAME_PATTERN.test(name)) return "The specified topic contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$";
-  if (name.length > TOPIC_NAME_MAX_CHARS) return "The specified topic is longer than topic max length.";
-  return null;
-}
-
-export const SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX";
-export const SELF_TEST_TOPIC = "SELF_TEST_TOPIC";
-export const OFFSET_MOVED_EVENT = "OFFSET_MOVED_EVENT";
-export const AUTO_CREATE_TOPIC = "TBW102";
-export const BENCHMARK_TOPIC = "BenchmarkTest";
-export const TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC";
-export const TRANS_HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC";
-export const TRANS_OP_HALF_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC";
-export const TRANS_CHECK_MAX_TIME_TOPIC = "TRANS_CHECK_MAX_TIME_TOPIC";
-
-/** Java `TopicValidator.NOT_ALLOWED_SEND_TOPIC_SET`: producers may not send to these directly. */
-const NOT_ALLOWED_SEND = new Set([
-  SCHEDULE_TOPIC,
-  TRANS_HALF_TOPIC,
-  TRANS_OP_HALF_TOPIC,
-  TRANS_CHECK_MAX_TIME_TOPIC,
-  SELF_TEST_TOPIC,
-  OFFSET_MOVED_EVENT,
-]);
-
-export function isNotAllowedSendTopic(name: string): boolean {
-  return NOT_ALLOWED_SEND.has(name);
-}
-
-/** Java `TopicConfig` bean defaults, applied to fields a file or body leaves out. */
-export function defaultTopicConfig(topicName: string): TopicConfig {
-  const perm = PermName.READ | PermName.WRITE;
-  return { topicName, readQueueNums: 16, writeQueueNums: 16, perm, topicFilterType: "SINGLE_TAG", topicSysFlag: 0, order: false };
 }
 
 /**

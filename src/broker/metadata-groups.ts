@@ -11,8 +11,6 @@
  * table changes; a change is on disk before it is visible in memory.
  */
 import {
-  type DataVersion,
-  type Invalid,
   type LoadedFrom,
   type MetadataOptions,
   type VersionedTableShape,
@@ -20,7 +18,6 @@ import {
   adoptMasterTable,
   configPath,
   decodeVersionedTable,
-  isInvalid,
   isJsonObject,
   loadConfigFile,
   nextVersion,
@@ -30,6 +27,8 @@ import {
   show,
   versionedTableBody,
 } from "./metadata-file.ts";
+import { type DataVersion } from "../protocol/data-version.ts";
+import { type Invalid, isInvalid } from "../common/invalid.ts";
 
 export interface SubscriptionGroupConfig {
   readonly groupName: string;
