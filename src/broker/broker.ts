@@ -24,8 +24,10 @@ import {
   RemotingServer,
   REMOTING_CLIENT_DEFAULTS,
   RequestCode,
+  RequestStats,
   type ConfigUpdateOutcome,
   type RequestProcessor,
+  type RequestStatsSnapshot,
 } from "../remoting/index.ts";
 import { ConsumerManager, ProducerManager, type ClientChannel } from "./client-manager.ts";
 import type { BrokerContext, BrokerRole, BrokerSettings } from "./context.ts";
@@ -150,6 +152,8 @@ export interface BrokerInfo {
   store(): { minPhyOffset: number; maxPhyOffset: number; flushedOffset: number; diskUsageRatio: number };
   /** Half/op queue sizes, check cursors and counters of the transaction service. */
   transactions(): TransactionStats;
+  /** Requests by code over the listen and VIP ports (counts, response codes, latency histogram). */
+  requestStats(): RequestStatsSnapshot;
 }
 
 export class BrokerController {
@@ -158,6 +162,7 @@ export class BrokerController {
   readonly #now: () => number;
   readonly #server: RemotingServer;
   readonly #vipServer: RemotingServer;
+  readonly #requestStats = new RequestStats();
   readonly #client: RemotingClient;
   #ctx: BrokerContext | null = null;
   #registration: NamesrvRegistration | null = null;
@@ -180,7 +185,12 @@ export class BrokerController {
     this.#o = o;
     this.#now = o.now ?? Date.now;
     this.#live = { haSlaveTimeoutMs: o.haSlaveTimeoutMs ?? 3000, channelExpiredMs: o.channelExpiredMs ?? 120_000 };
-    const serverOpts = { host: o.host, frameSizeMaxBytes: o.frameSizeMaxBytes, connectionBufferMaxBytes: o.connectionBufferMaxBytes };
+    const serverOpts = {
+      host: o.host,
+      frameSizeMaxBytes: o.frameSizeMaxBytes,
+      connectionBufferMaxBytes: o.connectionBufferMaxBytes,
+      hooks: [this.#requestStats],
+    };
     this.#server = new RemotingServer({ ...serverOpts, port: o.port, log: scope("broker-remoting") });
     // With an ephemeral listen port the VIP channel gets its own ephemeral port.
     this.#vipServer = new RemotingServer({ ...serverOpts, port: o.port === 0 ? 0 : o.port - 2, log: scope("broker-vip") });
@@ -633,6 +643,7 @@ export class BrokerController {
       if (!this.#tx) throw new Error("broker not started");
       return this.#tx.stats();
     },
+    requestStats: () => this.#requestStats.snapshot(),
   };
 
   #need(): BrokerContext {

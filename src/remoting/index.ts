@@ -8,3 +8,4 @@ export { RequestCode, requestCodeName } from "./request-code.ts";
 export { ResponseCode, responseCodeName } from "./response-code.ts";
 export { HeaderError, reqString, optString, reqInt, optInt, optBool, toInt } from "./ext-fields.ts";
 export type { RequestHook } from "./pipeline.ts";
+export { RequestStats, type RequestStatsSnapshot, type RequestCodeStats } from "./request-stats.ts";

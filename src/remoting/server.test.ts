@@ -11,6 +11,8 @@ import type { RemotingConnection } from "./connection.ts";
 import { FrameDecoder } from "./frame.ts";
 import type { RequestHook } from "./pipeline.ts";
 import type { ProcessResult, RequestProcessor } from "./processor.ts";
+import { RequestCode } from "./request-code.ts";
+import { RequestStats } from "./request-stats.ts";
 import { ResponseCode } from "./response-code.ts";
 import { RemotingServer } from "./server.ts";
 import { concat, frameBytes, recordingLogger, rocketmqHeaderBytes, u32, utf8 } from "./test-support.ts";
@@ -646,5 +648,35 @@ describe("request pipeline (pipeline.ts contract)", () => {
     expect((await peer.next()).opaque).toBe(1);
     expect(obs.seen).toHaveLength(1);
     expect(log.lines.some((l) => l.level === "error" && l.msg.includes("broken") && l.msg.includes("exporter down"))).toBe(true);
+  });
+
+  test("RequestStats as the hook: counts by request and response code, errors, latency", async () => {
+    const stats = new RequestStats();
+    const { port } = startServer(
+      {
+        [RequestCode.GET_ROUTEINFO_BY_TOPIC]: {
+          process: (_c, cmd) => createResponse(cmd, cmd.extFields?.topic === "T" ? ResponseCode.SUCCESS : ResponseCode.TOPIC_NOT_EXIST, undefined),
+        },
+        [RequestCode.SEND_MESSAGE_V2]: { process: (_c, cmd) => createResponse(cmd, ResponseCode.SUCCESS), reject: () => false },
+      },
+      undefined,
+      [stats],
+    );
+    const peer = await rawPeer(port);
+    peer.write(aliOnsRequest(RequestCode.GET_ROUTEINFO_BY_TOPIC, 1, 0, '{"topic":"T"}'));
+    peer.write(aliOnsRequest(RequestCode.GET_ROUTEINFO_BY_TOPIC, 2, 0, '{"topic":"%RETRY%G"}'));
+    peer.write(aliOnsRequest(RequestCode.SEND_MESSAGE_V2, 3));
+    peer.write(aliOnsRequest(4242, 4));
+    for (let i = 0; i < 4; i++) await peer.next();
+    const snap = stats.snapshot();
+    expect(snap.codes.map((c) => [c.code, c.name, c.count, c.errors, c.responses])).toEqual([
+      [RequestCode.GET_ROUTEINFO_BY_TOPIC, "GET_ROUTEINFO_BY_TOPIC", 2, 0, { SUCCESS: 1, TOPIC_NOT_EXIST: 1 }],
+      [RequestCode.SEND_MESSAGE_V2, "SEND_MESSAGE_V2", 1, 0, { SUCCESS: 1 }],
+      [4242, "UNKNOWN(4242)", 1, 1, { REQUEST_CODE_NOT_SUPPORTED: 1 }],
+    ]);
+    for (const c of snap.codes) {
+      expect(c.latency.buckets.at(-1)!.count).toBe(c.count);
+      expect(c.latency.sumMs).toBeGreaterThan(0);
+    }
   });
 });
