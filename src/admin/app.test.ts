@@ -1,6 +1,24 @@
 import { describe, expect, test } from "bun:test";
+import type { BrokerInfo } from "../broker/index.ts";
 import type { NamesrvInfo } from "../namesrv/index.ts";
 import { buildAdminApp } from "./app.ts";
+
+type RequestStatsSnapshot = ReturnType<NamesrvInfo["requestStats"]>;
+
+/** What a stats hook reports after one GET_ROUTEINFO_BY_TOPIC answered SUCCESS in 5 µs. */
+const namesrvStats: RequestStatsSnapshot = {
+  sinceMs: 1,
+  codes: [
+    {
+      code: 105,
+      name: "GET_ROUTEINFO_BY_TOPIC",
+      count: 1,
+      errors: 0,
+      responses: { SUCCESS: 1 },
+      latency: { buckets: [{ leMs: 0.008, count: 1 }], sumMs: 0.005, p50Ms: 0.004, p99Ms: 0.008 },
+    },
+  ],
+};
 
 const info: NamesrvInfo = {
   cluster: () => ({ brokerAddrTable: {}, clusterAddrTable: { C: ["broker-a"] } }),
@@ -14,6 +32,7 @@ const info: NamesrvInfo = {
           filterServerTable: {},
         }
       : null,
+  requestStats: () => namesrvStats,
 };
 
 describe("admin app (in process)", () => {
@@ -48,6 +67,26 @@ describe("admin app (in process)", () => {
     const s = buildAdminApp({ role: "standalone", version: "1", startedAt: Date.now(), namesrv: info });
     expect((await s.request("/namesrv/topics")).status).toBe(200);
     expect((await s.request("/topics/T/route")).status).toBe(404);
+  });
+});
+
+describe("GET /stats/requests", () => {
+  test("name server: the stats hook's snapshot as JSON, at the root and under /namesrv", async () => {
+    const app = buildAdminApp({ role: "namesrv", version: "1", startedAt: 0, namesrv: info, namesrvAtRoot: true });
+    for (const prefix of ["", "/namesrv"]) {
+      const r = await app.request(`${prefix}/stats/requests`);
+      expect(r.status).toBe(200);
+      expect(await r.json()).toEqual(namesrvStats);
+    }
+  });
+
+  test("standalone: the broker's at the root, the name server's under /namesrv", async () => {
+    const brokerStats: RequestStatsSnapshot = { sinceMs: 2, codes: [{ ...namesrvStats.codes[0]!, code: 310, name: "SEND_MESSAGE_V2" }] };
+    // Only the route under test reads the broker; the other info functions are never called.
+    const broker = { requestStats: () => brokerStats } as Partial<BrokerInfo> as BrokerInfo;
+    const app = buildAdminApp({ role: "standalone", version: "1", startedAt: 0, namesrv: info, broker });
+    expect(await (await app.request("/stats/requests")).json()).toEqual(brokerStats);
+    expect(await (await app.request("/namesrv/stats/requests")).json()).toEqual(namesrvStats);
   });
 });
 

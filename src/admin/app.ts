@@ -4,8 +4,11 @@
  *   GET /health                      every role
  *   GET /config                      every role: the configuration in force (read-only), its
  *                                    DataVersion and the keys a SIGHUP or UPDATE_BROKER_CONFIG can change
- *   name server: /cluster /brokers /topics /topics/:topic/route   (also under /namesrv/...)
- *   broker:      /broker /topics /topics/:topic /groups /groups/:group
+ *   name server: /cluster /brokers /topics /topics/:topic/route /stats/requests   (also under /namesrv/...)
+ *   broker:      /broker /topics /topics/:topic /groups /groups/:group /ha /transactions /stats/requests
+ *   /stats/requests: requests by request code since start (count, errors, by response code, a
+ *                    latency histogram with cumulative `le` buckets, sum, p50/p99), from the
+ *                    request pipeline's stats hook; the broker's counts both of its ports
  * In standalone, the name server routes live under /namesrv/ so that broker routes (which arrive
  * with the broker) own the root paths.
  */

@@ -17,8 +17,10 @@ import {
   RemotingServer,
   REMOTING_CLIENT_DEFAULTS,
   RequestCode,
+  RequestStats,
   type ConfigUpdateOutcome,
   type RequestProcessor,
+  type RequestStatsSnapshot,
 } from "../remoting/index.ts";
 import { ConsumerManager, ProducerManager, type ClientChannel } from "./client-manager.ts";
 import type { BrokerContext, BrokerSettings } from "./context.ts";
@@ -112,6 +114,8 @@ export interface BrokerInfo {
   store(): { minPhyOffset: number; maxPhyOffset: number; flushedOffset: number; diskUsageRatio: number };
   /** Half/op queue sizes, check cursors and counters of the transaction service. */
   transactions(): TransactionStats;
+  /** Requests by code over the listen and VIP ports (counts, response codes, latency histogram). */
+  requestStats(): RequestStatsSnapshot;
 }
 
 export class BrokerController {
@@ -120,6 +124,7 @@ export class BrokerController {
   readonly #now: () => number;
   readonly #server: RemotingServer;
   readonly #vipServer: RemotingServer;
+  readonly #requestStats = new RequestStats();
   readonly #client: RemotingClient;
   #ctx: BrokerContext | null = null;
   #registration: NamesrvRegistration | null = null;
@@ -146,6 +151,7 @@ export class BrokerController {
       host: o.broker.listen.host,
       frameSizeMaxBytes: o.remoting.frameSizeMaxBytes,
       connectionBufferMaxBytes: o.remoting.connectionBufferMaxBytes,
+      hooks: [this.#requestStats],
     };
     this.#server = new RemotingServer({ ...serverOpts, port: o.broker.listen.port, log: scope("broker-remoting") });
     // With an ephemeral listen port the VIP channel gets its own ephemeral port.
@@ -604,6 +610,7 @@ export class BrokerController {
       if (!this.#tx) throw new Error("broker not started");
       return this.#tx.stats();
     },
+    requestStats: () => this.#requestStats.snapshot(),
   };
 
   #need(): BrokerContext {

@@ -1,7 +1,8 @@
 /**
  * PullRequestHoldService with fake connections and an injected clock: a parked pull is re-run
  * when a message at or past its offset arrives (and passes its tag filter), when its hold time
- * ends, or at stop(); never after its connection closed; and a connection can park only so many.
+ * ends, or at stop(); never after its connection closed (it is dropped instead, once); and a
+ * connection can park only so many.
  */
 import { describe, expect, test } from "bun:test";
 import type { RemotingConnection } from "../remoting/index.ts";
@@ -28,6 +29,7 @@ function setup(o: Partial<HoldOptions> = {}) {
   const clock = { t: 1_000_000 };
   const svc = new PullRequestHoldService({ holdMaxMs: 20_000, checkIntervalMs: 1000, maxHeldPerConnection: 100, now: () => clock.t, ...o });
   const runs: string[] = [];
+  const drops: string[] = [];
   const park = (
     name: string,
     conn: FakeConn,
@@ -36,10 +38,10 @@ function setup(o: Partial<HoldOptions> = {}) {
     svc.hold(
       p.topic ?? "T",
       p.queueId ?? 0,
-      { conn: conn.asConn, offset: p.offset ?? 0, matches: p.matches, run: () => runs.push(name) },
+      { conn: conn.asConn, offset: p.offset ?? 0, matches: p.matches, run: () => runs.push(name), drop: () => drops.push(name) },
       p.suspendMs ?? 15_000,
     );
-  return { clock, svc, runs, park };
+  return { clock, svc, runs, drops, park };
 }
 
 describe("PullRequestHoldService", () => {
@@ -118,8 +120,8 @@ describe("PullRequestHoldService", () => {
     }
   });
 
-  test("connection close drops its parked pulls: never run, no longer counted", () => {
-    const { clock, runs, park, svc } = setup();
+  test("connection close drops its parked pulls: never run, dropped once, no longer counted", () => {
+    const { clock, runs, drops, park, svc } = setup();
     const gone = new FakeConn();
     const stays = new FakeConn();
     park("gone-1", gone);
@@ -132,15 +134,17 @@ describe("PullRequestHoldService", () => {
     clock.t += 60_000;
     svc.checkTimeouts();
     expect(runs).toEqual(["stays"]);
+    expect(drops).toEqual(["gone-1", "gone-2"]);
   });
 
-  test("a pull whose connection is closed (but not yet reported) is not run when due", () => {
-    const { runs, park, svc } = setup();
+  test("a pull whose connection is closed (but not yet reported) is dropped, not run, when due", () => {
+    const { runs, drops, park, svc } = setup();
     const c = new FakeConn();
     park("a", c);
     c.closed = true; // closed flag set, close listeners not (yet) called
     svc.notifyMessageArriving("T", 0, 0, 0);
     expect(runs).toEqual([]);
+    expect(drops).toEqual(["a"]);
     expect(svc.heldCount).toBe(0);
   });
 
@@ -174,8 +178,8 @@ describe("PullRequestHoldService", () => {
     expect(c.listeners.length).toBe(1);
   });
 
-  test("stop() answers everything still parked (except on closed connections) and forgets it", () => {
-    const { runs, park, svc } = setup();
+  test("stop() answers everything still parked (drops those on closed connections) and forgets it", () => {
+    const { runs, drops, park, svc } = setup();
     const c = new FakeConn();
     const closed = new FakeConn();
     park("a", c);
@@ -184,6 +188,7 @@ describe("PullRequestHoldService", () => {
     closed.closed = true;
     svc.stop();
     expect(runs.sort()).toEqual(["a", "b"]);
+    expect(drops).toEqual(["x"]);
     expect(svc.heldCount).toBe(0);
     svc.notifyMessageArriving("T", 0, 0, 0);
     expect(runs.length).toBe(2);

@@ -3,7 +3,9 @@
  * flag is parked here until a message for its topic/queue arrives (then it is re-run at once)
  * or its hold time ends (then it is re-run and answers PULL_NOT_FOUND). Holds are capped at
  * `holdMaxMs` — well under ali-ons' 30 s pull timeout, after which it would close the whole
- * connection — and bounded in number per connection.
+ * connection — and bounded in number per connection. A pull whose connection closes first is
+ * never run: its `drop` is called instead, so that the request's answer (the processor's Promise,
+ * which the request pipeline waits for) settles with no response.
  */
 import type { RemotingConnection } from "../remoting/index.ts";
 
@@ -15,6 +17,8 @@ export interface HeldPull {
   /** Tag-code filter of the pull's subscription (undefined = all). */
   matches: ((tagsCode: number) => boolean) | undefined;
   run: () => void;
+  /** Called instead of `run` when the connection closed before the pull was answered. */
+  drop?: () => void;
 }
 
 export interface HoldOptions {
@@ -55,7 +59,7 @@ export class PullRequestHoldService {
     const all = [...this.#held.values()].flat();
     this.#held.clear();
     this.#perConn.clear();
-    for (const h of all) if (!h.conn.closed) h.run();
+    for (const h of all) settle(h);
   }
 
   /** Parks a pull; false when the connection already has too many parked (answer at once). */
@@ -114,7 +118,7 @@ export class PullRequestHoldService {
       const n = (this.#perConn.get(h.conn) ?? 1) - 1;
       if (n <= 0) this.#perConn.delete(h.conn);
       else this.#perConn.set(h.conn, n);
-      if (!h.conn.closed) h.run();
+      settle(h);
     }
   }
 
@@ -122,8 +126,16 @@ export class PullRequestHoldService {
     this.#perConn.delete(conn);
     for (const [key, list] of this.#held) {
       const keep = list.filter((h) => h.conn !== conn);
+      if (keep.length === list.length) continue;
       if (keep.length === 0) this.#held.delete(key);
-      else if (keep.length !== list.length) this.#held.set(key, keep);
+      else this.#held.set(key, keep);
+      for (const h of list) if (h.conn === conn) h.drop?.();
     }
   }
+}
+
+/** A released pull: re-run, or dropped when its connection closed meanwhile. */
+function settle(h: HeldPull): void {
+  if (h.conn.closed) h.drop?.();
+  else h.run();
 }

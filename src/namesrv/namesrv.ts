@@ -6,7 +6,7 @@
 import { join } from "node:path";
 import type { Config } from "../config/schema.ts";
 import { scope } from "../common/log.ts";
-import { RemotingServer, type ConfigUpdateOutcome } from "../remoting/index.ts";
+import { RemotingServer, RequestStats, type ConfigUpdateOutcome, type RequestStatsSnapshot } from "../remoting/index.ts";
 import { KvConfigManager } from "./kv-config.ts";
 import { NamesrvRequestProcessor, type NamesrvProcessorDeps } from "./processors.ts";
 import { RouteInfoManager } from "./route-info-manager.ts";
@@ -48,6 +48,8 @@ export interface NamesrvInfo {
   brokers(): LiveBrokerInfo[];
   topics(): string[];
   topicRoute(topic: string): TopicRouteData | null;
+  /** Requests by code (counts, response codes, latency histogram). */
+  requestStats(): RequestStatsSnapshot;
 }
 
 /** What NamesrvController.reconfigure can change while it runs. */
@@ -62,6 +64,7 @@ export class NamesrvController {
   readonly #routes = new RouteInfoManager();
   readonly #kv: KvConfigManager;
   readonly #server: RemotingServer;
+  readonly #requestStats = new RequestStats();
   readonly #now: () => number;
   #scanTimer: ReturnType<typeof setInterval> | null = null;
 
@@ -76,6 +79,7 @@ export class NamesrvController {
       frameSizeMaxBytes: opts.remoting.frameSizeMaxBytes,
       connectionBufferMaxBytes: opts.remoting.connectionBufferMaxBytes,
       log: scope("namesrv-remoting"),
+      hooks: [this.#requestStats],
     });
     this.#deps = {
       routes: this.#routes,
@@ -148,5 +152,6 @@ export class NamesrvController {
     },
     topics: () => this.#routes.getAllTopics(),
     topicRoute: (topic) => this.#routes.getTopicRoute(topic),
+    requestStats: () => this.#requestStats.snapshot(),
   };
 }

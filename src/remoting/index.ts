@@ -7,3 +7,5 @@ export { answerConfigUpdate, type RequestProcessor, type ProcessResult, type Con
 export { RequestCode, requestCodeName } from "./request-code.ts";
 export { ResponseCode, responseCodeName } from "./response-code.ts";
 export { HeaderError, reqString, optString, reqInt, optInt, optBool, toInt } from "./ext-fields.ts";
+export type { RequestHook } from "./pipeline.ts";
+export { RequestStats, type RequestStatsSnapshot, type RequestCodeStats } from "./request-stats.ts";

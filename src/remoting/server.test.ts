@@ -9,7 +9,10 @@ import type { Socket } from "bun";
 import { createResponse, FLAG_ONEWAY, FLAG_RESPONSE, type RemotingCommand, SerializeType } from "./command.ts";
 import type { RemotingConnection } from "./connection.ts";
 import { FrameDecoder } from "./frame.ts";
-import type { RequestProcessor } from "./processor.ts";
+import type { RequestHook } from "./pipeline.ts";
+import type { ProcessResult, RequestProcessor } from "./processor.ts";
+import { RequestCode } from "./request-code.ts";
+import { RequestStats } from "./request-stats.ts";
 import { ResponseCode } from "./response-code.ts";
 import { RemotingServer } from "./server.ts";
 import { concat, frameBytes, recordingLogger, rocketmqHeaderBytes, u32, utf8 } from "./test-support.ts";
@@ -90,9 +93,9 @@ async function rawPeer(port: number): Promise<RawPeer> {
   return peer;
 }
 
-function startServer(processors: Record<number, RequestProcessor> = {}, frameSizeMaxBytes = 1024 * 1024) {
+function startServer(processors: Record<number, RequestProcessor> = {}, frameSizeMaxBytes = 1024 * 1024, hooks: RequestHook[] = []) {
   const log = recordingLogger();
-  const server = new RemotingServer({ host: "127.0.0.1", port: 0, frameSizeMaxBytes, connectionBufferMaxBytes: 4 * 1024 * 1024, log });
+  const server = new RemotingServer({ host: "127.0.0.1", port: 0, frameSizeMaxBytes, connectionBufferMaxBytes: 4 * 1024 * 1024, log, hooks });
   for (const [code, p] of Object.entries(processors)) server.register(Number(code), p);
   const port = server.start();
   cleanups.push(() => server.stop());
@@ -426,5 +429,254 @@ describe("RemotingServer", () => {
     server.stop();
     await waitFor(() => peer.closed, 2000, "the peer to see the close");
     expect(server.connectionCount).toBe(0);
+  });
+});
+
+/** What one hook saw: "name:before:opaque" and "name:after:opaque:responseCode|none". */
+interface Seen {
+  request: RemotingCommand;
+  response: RemotingCommand | undefined;
+  elapsedMs: number;
+}
+
+function recordingHook(name: string, events: string[], refuse?: (cmd: RemotingCommand) => RemotingCommand | undefined) {
+  const after: Seen[] = [];
+  const hook: RequestHook = {
+    name,
+    before(_conn, cmd) {
+      events.push(`${name}:before:${cmd.opaque}`);
+      return refuse?.(cmd);
+    },
+    after(_conn, cmd, response, elapsedMs) {
+      events.push(`${name}:after:${cmd.opaque}:${response ? response.code : "none"}`);
+      after.push({ request: cmd, response, elapsedMs });
+    },
+  };
+  return { hook, after };
+}
+
+/** An after-only hook that keeps what it saw. */
+function observer(): RequestHook & { seen: Seen[] } {
+  const seen: Seen[] = [];
+  return { name: "observer", seen, after: (_conn, request, response, elapsedMs) => seen.push({ request, response, elapsedMs }) };
+}
+
+describe("request pipeline (pipeline.ts contract)", () => {
+  test("before-hooks run in order; the first refusal is the answer, later hooks and the processor are skipped; every after-hook sees it", async () => {
+    const events: string[] = [];
+    const p = echo();
+    const a = recordingHook("a", events);
+    const acl = recordingHook("acl", events, (cmd) =>
+      cmd.extFields?.AccessKey === "bad" ? createResponse(cmd, ResponseCode.NO_PERMISSION, "signature mismatch") : undefined,
+    );
+    const c = recordingHook("c", events);
+    const { port } = startServer({ 310: p }, undefined, [a.hook, acl.hook, c.hook]);
+    const peer = await rawPeer(port);
+    peer.write(aliOnsRequest(310, 1, 0, '{"AccessKey":"bad"}'));
+    expect(await peer.next()).toMatchObject({ code: ResponseCode.NO_PERMISSION, opaque: 1, flag: FLAG_RESPONSE, remark: "signature mismatch" });
+    expect(p.calls).toHaveLength(0);
+    peer.write(aliOnsRequest(310, 2, 0, '{"AccessKey":"good"}'));
+    expect(await peer.next()).toMatchObject({ code: ResponseCode.SUCCESS, opaque: 2 });
+    expect(p.calls.map((x) => x.opaque)).toEqual([2]);
+    expect(events).toEqual([
+      "a:before:1",
+      "acl:before:1",
+      "a:after:1:16",
+      "acl:after:1:16",
+      "c:after:1:16",
+      "a:before:2",
+      "acl:before:2",
+      "c:before:2",
+      "a:after:2:0",
+      "acl:after:2:0",
+      "c:after:2:0",
+    ]);
+  });
+
+  test("sync and async answers: one after-call each with the response sent and the time taken", async () => {
+    const obs = observer();
+    const { port } = startServer(
+      {
+        310: echo(),
+        311: {
+          process: async (_c, cmd) => {
+            await Bun.sleep(25);
+            return createResponse(cmd, ResponseCode.SUCCESS, "later");
+          },
+        },
+      },
+      undefined,
+      [obs],
+    );
+    const peer = await rawPeer(port);
+    peer.write(aliOnsRequest(311, 1));
+    peer.write(aliOnsRequest(310, 2));
+    const first = await peer.next();
+    const second = await peer.next();
+    expect([first.opaque, second.opaque]).toEqual([2, 1]);
+    expect(obs.seen.map((s) => [s.request.opaque, s.response?.opaque, s.response?.code])).toEqual([
+      [2, 2, 0],
+      [1, 1, 0],
+    ]);
+    expect(obs.seen[1]!.response!.remark).toBe("later");
+    expect(obs.seen[0]!.elapsedMs).toBeGreaterThanOrEqual(0);
+    expect(obs.seen[0]!.elapsedMs).toBeLessThan(obs.seen[1]!.elapsedMs);
+    expect(obs.seen[1]!.elapsedMs).toBeGreaterThanOrEqual(24);
+  });
+
+  test("an answer sent later (a parked request, settled by someone else) is seen once, with the time it was parked", async () => {
+    // The shape of a parked pull (broker pull-message.ts + long-polling.ts): the processor returns
+    // a Promise that a hold service settles later with the answer, or with null once the
+    // connection closed.
+    const parked: { cmd: RemotingCommand; settle: (r: ProcessResult) => void }[] = [];
+    const obs = observer();
+    const { server, port } = startServer(
+      { 11: { process: (_c, cmd) => new Promise<ProcessResult>((settle) => parked.push({ cmd, settle })) }, 310: echo() },
+      undefined,
+      [obs],
+    );
+    const peer = await rawPeer(port);
+    peer.write(aliOnsRequest(11, 1));
+    peer.write(aliOnsRequest(310, 2));
+    expect((await peer.next()).opaque).toBe(2);
+    expect(parked).toHaveLength(1);
+    expect(obs.seen.map((s) => s.request.opaque)).toEqual([2]);
+    await Bun.sleep(30);
+    parked[0]!.settle(createResponse(parked[0]!.cmd, ResponseCode.SUCCESS, "woken"));
+    expect(await peer.next()).toMatchObject({ opaque: 1, remark: "woken" });
+    expect(obs.seen.map((s) => [s.request.opaque, s.response?.remark])).toEqual([
+      [2, undefined],
+      [1, "woken"],
+    ]);
+    expect(obs.seen[1]!.elapsedMs).toBeGreaterThanOrEqual(29);
+
+    // Parked, then the connection closes: the hold service settles with null; no response, one after-call.
+    peer.write(aliOnsRequest(11, 3));
+    await waitFor(() => parked.length === 2, 2000, "the second request to park");
+    peer.end();
+    await waitFor(() => server.connectionCount === 0, 2000, "close");
+    parked[1]!.settle(null);
+    await waitFor(() => obs.seen.length === 3, 2000, "the after-call of the dropped request");
+    expect(obs.seen[2]).toMatchObject({ response: undefined });
+    expect(obs.seen[2]!.request.opaque).toBe(3);
+  });
+
+  test("REQUEST_CODE_NOT_SUPPORTED, SYSTEM_BUSY and SYSTEM_ERROR (thrown, rejected, or from a before-hook) each get one after-call", async () => {
+    const obs = observer();
+    const throwingHook: RequestHook = {
+      name: "broken-acl",
+      before: (_c, cmd) => {
+        if (cmd.code === 312) throw new Error("acl store unreachable");
+        return undefined;
+      },
+    };
+    const { port, log } = startServer(
+      {
+        1: {
+          process: () => {
+            throw new Error("disk on fire");
+          },
+        },
+        2: { process: () => Promise.reject(new Error("async failure")) },
+        310: { process: () => null, reject: () => true },
+        312: echo(),
+      },
+      undefined,
+      [throwingHook, obs],
+    );
+    const peer = await rawPeer(port);
+    const cases: [number, number][] = [
+      [9999, ResponseCode.REQUEST_CODE_NOT_SUPPORTED],
+      [310, ResponseCode.SYSTEM_BUSY],
+      [1, ResponseCode.SYSTEM_ERROR],
+      [2, ResponseCode.SYSTEM_ERROR],
+      [312, ResponseCode.SYSTEM_ERROR],
+    ];
+    cases.forEach(([code], i) => peer.write(aliOnsRequest(code, 100 + i)));
+    const got: RemotingCommand[] = [];
+    for (let i = 0; i < cases.length; i++) got.push(await peer.next());
+    expect(got.map((r) => [r.opaque, r.code]).sort()).toEqual(cases.map(([, code], i) => [100 + i, code]).sort());
+    expect(obs.seen.map((s) => [s.request.opaque, s.response?.code]).sort()).toEqual(cases.map(([, code], i) => [100 + i, code]).sort());
+    expect(log.lines.some((l) => l.level === "error" && l.msg.includes("acl store unreachable"))).toBe(true);
+  });
+
+  test("oneway requests and null answers: one after-call with no response, once processed", async () => {
+    const obs = observer();
+    const p = echo();
+    const { port } = startServer(
+      {
+        15: p,
+        40: { process: () => null },
+        1: {
+          process: () => {
+            throw new Error("nope");
+          },
+        },
+      },
+      undefined,
+      [obs],
+    );
+    const peer = await rawPeer(port);
+    peer.write(aliOnsRequest(15, 100, FLAG_ONEWAY)); // processed, its answer not sent
+    peer.write(aliOnsRequest(9999, 101, FLAG_ONEWAY)); // unknown code
+    peer.write(aliOnsRequest(1, 102, FLAG_ONEWAY)); // throws
+    peer.write(aliOnsRequest(40, 103)); // answers null
+    peer.write(aliOnsRequest(15, 104)); // a normal request after them, answered in order
+    expect((await peer.next()).opaque).toBe(104);
+    expect(peer.received).toHaveLength(1);
+    expect(p.calls.map((c) => c.opaque)).toEqual([100, 104]);
+    expect(obs.seen.map((s) => [s.request.opaque, s.response?.code])).toEqual([
+      [100, undefined],
+      [101, undefined],
+      [102, undefined],
+      [103, undefined],
+      [104, ResponseCode.SUCCESS],
+    ]);
+  });
+
+  test("an after-hook that throws is logged; the other hooks still run and the answer still goes out", async () => {
+    const obs = observer();
+    const broken: RequestHook = {
+      name: "broken",
+      after: () => {
+        throw new Error("exporter down");
+      },
+    };
+    const { port, log } = startServer({ 310: echo() }, undefined, [broken, obs]);
+    const peer = await rawPeer(port);
+    peer.write(aliOnsRequest(310, 1));
+    expect((await peer.next()).opaque).toBe(1);
+    expect(obs.seen).toHaveLength(1);
+    expect(log.lines.some((l) => l.level === "error" && l.msg.includes("broken") && l.msg.includes("exporter down"))).toBe(true);
+  });
+
+  test("RequestStats as the hook: counts by request and response code, errors, latency", async () => {
+    const stats = new RequestStats();
+    const { port } = startServer(
+      {
+        [RequestCode.GET_ROUTEINFO_BY_TOPIC]: {
+          process: (_c, cmd) => createResponse(cmd, cmd.extFields?.topic === "T" ? ResponseCode.SUCCESS : ResponseCode.TOPIC_NOT_EXIST, undefined),
+        },
+        [RequestCode.SEND_MESSAGE_V2]: { process: (_c, cmd) => createResponse(cmd, ResponseCode.SUCCESS), reject: () => false },
+      },
+      undefined,
+      [stats],
+    );
+    const peer = await rawPeer(port);
+    peer.write(aliOnsRequest(RequestCode.GET_ROUTEINFO_BY_TOPIC, 1, 0, '{"topic":"T"}'));
+    peer.write(aliOnsRequest(RequestCode.GET_ROUTEINFO_BY_TOPIC, 2, 0, '{"topic":"%RETRY%G"}'));
+    peer.write(aliOnsRequest(RequestCode.SEND_MESSAGE_V2, 3));
+    peer.write(aliOnsRequest(4242, 4));
+    for (let i = 0; i < 4; i++) await peer.next();
+    const snap = stats.snapshot();
+    expect(snap.codes.map((c) => [c.code, c.name, c.count, c.errors, c.responses])).toEqual([
+      [RequestCode.GET_ROUTEINFO_BY_TOPIC, "GET_ROUTEINFO_BY_TOPIC", 2, 0, { SUCCESS: 1, TOPIC_NOT_EXIST: 1 }],
+      [RequestCode.SEND_MESSAGE_V2, "SEND_MESSAGE_V2", 1, 0, { SUCCESS: 1 }],
+      [4242, "UNKNOWN(4242)", 1, 1, { REQUEST_CODE_NOT_SUPPORTED: 1 }],
+    ]);
+    for (const c of snap.codes) {
+      expect(c.latency.buckets.at(-1)!.count).toBe(c.count);
+      expect(c.latency.sumMs).toBeGreaterThan(0);
+    }
   });
 });

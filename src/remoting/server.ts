@@ -3,12 +3,15 @@
  * code to processor. Unknown codes get REQUEST_CODE_NOT_SUPPORTED (the Java broker's behaviour;
  * the Java name server stays silent and lets the caller time out, which helps nobody). A processor
  * that throws gets SYSTEM_ERROR with the error text; the connection and the process carry on.
+ * Every request passes the server's request pipeline (its before- and after-hooks; contract at
+ * the top of ./pipeline.ts).
  */
 import type { TCPSocketListener } from "bun";
 import type { Logger } from "../common/log.ts";
 import { createResponse, isOneway, type RemotingCommand } from "./command.ts";
 import { RemotingConnection } from "./connection.ts";
-import type { RequestProcessor } from "./processor.ts";
+import { RequestPipeline, type RequestHook } from "./pipeline.ts";
+import type { ProcessResult, RequestProcessor } from "./processor.ts";
 import { ResponseCode } from "./response-code.ts";
 
 export interface RemotingServerOptions {
@@ -17,6 +20,8 @@ export interface RemotingServerOptions {
   frameSizeMaxBytes: number;
   connectionBufferMaxBytes: number;
   log: Logger;
+  /** The request pipeline, in order (./pipeline.ts). */
+  hooks?: readonly RequestHook[];
 }
 
 /**
@@ -38,6 +43,7 @@ const GC_MIN_INTERVAL_MS = 25;
 
 export class RemotingServer {
   readonly #opts: RemotingServerOptions;
+  readonly #pipeline: RequestPipeline;
   readonly #processors = new Map<number, RequestProcessor>();
   readonly #connections = new Set<RemotingConnection>();
   readonly #closeListeners: ((conn: RemotingConnection) => void)[] = [];
@@ -47,6 +53,7 @@ export class RemotingServer {
 
   constructor(opts: RemotingServerOptions) {
     this.#opts = opts;
+    this.#pipeline = new RequestPipeline(opts.hooks ?? [], opts.log);
   }
 
   register(code: number, processor: RequestProcessor): void {
@@ -129,38 +136,48 @@ export class RemotingServer {
     this.#listener = null;
   }
 
+  /**
+   * Pipeline contract (./pipeline.ts): before-hooks, then the processor; every outcome, sync or
+   * later, ends in #respond exactly once. The Promise callbacks are the only per-request
+   * allocations, and only for async processors (as before the pipeline).
+   */
   #dispatch(conn: RemotingConnection, cmd: RemotingCommand): void {
-    const processor = this.#processors.get(cmd.code);
-    if (!processor) {
-      conn.reply(cmd, createResponse(cmd, ResponseCode.REQUEST_CODE_NOT_SUPPORTED, ` request type ${cmd.code} not supported`));
-      return;
-    }
-    if (processor.reject?.()) {
-      conn.reply(cmd, createResponse(cmd, ResponseCode.SYSTEM_BUSY, "[REJECTREQUEST]system busy, start flow control for a while"));
-      return;
-    }
-    let result;
+    const pipeline = this.#pipeline;
+    const start = pipeline.observes ? performance.now() : 0;
+    let result: ProcessResult | Promise<ProcessResult>;
     try {
-      result = processor.process(conn, cmd);
+      result = (pipeline.refuses ? pipeline.refusal(conn, cmd) : undefined) ?? this.#process(conn, cmd);
     } catch (e) {
-      this.#fail(conn, cmd, e);
-      return;
+      result = this.#failure(conn, cmd, e);
     }
     if (result instanceof Promise) {
       result.then(
-        (res) => {
-          if (res && !isOneway(cmd)) conn.send(res);
-        },
-        (e) => this.#fail(conn, cmd, e),
+        (res) => this.#respond(conn, cmd, res, start),
+        (e) => this.#respond(conn, cmd, this.#failure(conn, cmd, e), start),
       );
-    } else if (result && !isOneway(cmd)) {
-      conn.send(result);
+    } else {
+      this.#respond(conn, cmd, result, start);
     }
   }
 
-  #fail(conn: RemotingConnection, cmd: RemotingCommand, e: unknown): void {
+  #process(conn: RemotingConnection, cmd: RemotingCommand): ProcessResult | Promise<ProcessResult> {
+    const processor = this.#processors.get(cmd.code);
+    if (!processor) return createResponse(cmd, ResponseCode.REQUEST_CODE_NOT_SUPPORTED, ` request type ${cmd.code} not supported`);
+    if (processor.reject?.()) return createResponse(cmd, ResponseCode.SYSTEM_BUSY, "[REJECTREQUEST]system busy, start flow control for a while");
+    return processor.process(conn, cmd);
+  }
+
+  /** Sends the answer (never to a oneway request) and tells the after-hooks what was sent. */
+  #respond(conn: RemotingConnection, cmd: RemotingCommand, result: ProcessResult, start: number): void {
+    const response = result && !isOneway(cmd) ? result : undefined;
+    if (response) conn.send(response);
+    const pipeline = this.#pipeline;
+    if (pipeline.observes) pipeline.after(conn, cmd, response, performance.now() - start);
+  }
+
+  #failure(conn: RemotingConnection, cmd: RemotingCommand, e: unknown): RemotingCommand {
     const text = e instanceof Error ? e.message : String(e);
     this.#opts.log.rateLimited("error", `process-${cmd.code}`, `request code ${cmd.code} from ${conn.remoteAddress} failed: ${text}`);
-    conn.reply(cmd, createResponse(cmd, ResponseCode.SYSTEM_ERROR, text));
+    return createResponse(cmd, ResponseCode.SYSTEM_ERROR, text);
   }
 }

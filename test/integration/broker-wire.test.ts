@@ -1066,6 +1066,34 @@ describe("broker binary: robustness, VIP port, admin API", () => {
     }
   });
 
+  test("admin API: /stats/requests counts both ports' requests by code, a parked pull with its time parked; the name server's too", async () => {
+    await using c = await startCluster();
+    await ok(c, createTopicRequest("ST", 1));
+    await ok(c, sendV2("ST", "s0"));
+    const vip = c.client();
+    expectCode(await vip.invoke(c.vip, sendV2("ST", "via-vip"), 3000), ResponseCode.SUCCESS);
+    expectCode(await vip.invoke(c.vip, pull("ST"), 3000), ResponseCode.REQUEST_CODE_NOT_SUPPORTED);
+    // Parked until a message arrives ≥ 300 ms later.
+    const consumer = c.client();
+    const parkedAt = Date.now();
+    const parked = consumer.invoke(c.addr, pull("ST", { offset: 2, sysFlag: SUBSCRIPTION | SUSPEND, suspendMs: 10_000 }), 15_000);
+    await waitFor(() => Date.now() - parkedAt >= 300, 1000);
+    await ok(c, sendV2("ST", "wake-up"));
+    expectPullHeader(await parked, ResponseCode.SUCCESS, { next: 3 });
+
+    type Stats = { codes: { name: string; count: number; errors: number; responses: Record<string, number>; latency: { sumMs: number } }[] };
+    const stats = (await (await fetch(`${c.admin}/stats/requests`)).json()) as Stats;
+    const by = new Map(stats.codes.map((s) => [s.name, s]));
+    expect(by.get("SEND_MESSAGE_V2")).toMatchObject({ count: 3, errors: 0, responses: { SUCCESS: 3 } });
+    // The VIP port's refusal and the parked pull, under one code.
+    const pulls = by.get("PULL_MESSAGE")!;
+    expect(pulls).toMatchObject({ count: 2, errors: 1, responses: { SUCCESS: 1, REQUEST_CODE_NOT_SUPPORTED: 1 } });
+    expect(pulls.latency.sumMs).toBeGreaterThanOrEqual(250);
+
+    const ns = (await (await fetch(`${c.ns.adminUrl}/stats/requests`)).json()) as Stats;
+    expect(ns.codes.find((s) => s.name === "REGISTER_BROKER")?.count).toBeGreaterThanOrEqual(1);
+  });
+
   test("restart on the same store keeps topics, messages and committed consumer offsets", async () => {
     const dir = tempDir("rocketbun-restart-");
     try {

@@ -1,4 +1,4 @@
-/** Broker routes: topics with queue offsets, consumer group offsets and lag, store status. */
+/** Broker routes: topics with queue offsets, consumer group offsets and lag, store status, request stats. */
 import { Hono } from "hono";
 import type { BrokerInfo } from "../../broker/index.ts";
 import { ApiError } from "../errors.ts";
@@ -16,6 +16,7 @@ export function brokerRoutes(info: BrokerInfo): Hono {
   app.get("/groups", (c) => c.json({ groups: info.consumerGroups() }));
   app.get("/ha", (c) => c.json(info.replication()));
   app.get("/transactions", (c) => c.json(info.transactions()));
+  app.get("/stats/requests", (c) => c.json(info.requestStats()));
   app.get("/groups/:group", (c) => {
     const group = c.req.param("group");
     const offsets = info.groupOffsets(group);

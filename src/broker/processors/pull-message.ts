@@ -5,7 +5,9 @@
  * the subscription (from the request when the SUBSCRIPTION flag is set, else from the group's
  * heartbeat), reads stored records from the MessageStore, and maps the store's status to the
  * response code and nextBeginOffset exactly as RocketMQ does. A pull that finds nothing and may
- * be suspended is parked in the PullRequestHoldService (long polling).
+ * be suspended is parked in the PullRequestHoldService (long polling); its answer is then a Promise
+ * that the hold service settles (null when the connection closed first), so the server's request
+ * pipeline sees it with the time it was parked.
  *
  * The body is the stored records byte for byte, concatenated: no re-encoding.
  */
@@ -19,6 +21,7 @@ import {
   reqString,
   RequestCode,
   ResponseCode,
+  type ProcessResult,
   type RemotingCommand,
   type RemotingConnection,
   type RequestProcessor,
@@ -69,7 +72,7 @@ export class PullMessageProcessor implements RequestProcessor {
 
   static readonly CODES = [RequestCode.PULL_MESSAGE, RequestCode.LITE_PULL_MESSAGE];
 
-  process(conn: RemotingConnection, cmd: RemotingCommand): RemotingCommand | null {
+  process(conn: RemotingConnection, cmd: RemotingCommand): RemotingCommand | Promise<ProcessResult> {
     const ext = cmd.extFields;
     const h: PullHeader = {
       consumerGroup: reqString(ext, "consumerGroup"),
@@ -87,7 +90,7 @@ export class PullMessageProcessor implements RequestProcessor {
     return this.#pull(conn, cmd, h, (h.sysFlag & PullSysFlag.SUSPEND) !== 0);
   }
 
-  #pull(conn: RemotingConnection, cmd: RemotingCommand, h: PullHeader, allowSuspend: boolean): RemotingCommand | null {
+  #pull(conn: RemotingConnection, cmd: RemotingCommand, h: PullHeader, allowSuspend: boolean): RemotingCommand | Promise<ProcessResult> {
     const ctx = this.#ctx;
     const fail = (code: number, remark: string) => createResponse(cmd, code, remark);
     const group = ctx.groups.findOrCreate(h.consumerGroup, ctx.settings.autoCreateSubscriptionGroup);
@@ -136,30 +139,47 @@ export class PullMessageProcessor implements RequestProcessor {
     }
 
     if (code === ResponseCode.PULL_NOT_FOUND && allowSuspend && ctx.settings.pullHoldMaxMs > 0) {
-      const held = ctx.hold.hold(
-        h.topic,
-        h.queueId,
-        { conn, offset: h.queueOffset, matches: filter, run: () => this.#resume(conn, cmd, h) },
-        h.suspendTimeoutMillis,
-      );
-      if (held) {
+      const parked = this.#park(conn, cmd, h, filter);
+      if (parked) {
         this.#commitOffset(h, group.consumeEnable);
-        return null;
+        return parked;
       }
     }
     this.#commitOffset(h, true);
     return this.#response(cmd, code, next, r, group.whichBrokerWhenConsumeSlowly, group.brokerId);
   }
 
-  /** Re-runs a parked pull without suspension and sends its answer. */
-  #resume(conn: RemotingConnection, cmd: RemotingCommand, h: PullHeader): void {
-    let res: RemotingCommand | null;
-    try {
-      res = this.#pull(conn, cmd, { ...h, sysFlag: h.sysFlag & ~PullSysFlag.COMMIT_OFFSET }, false);
-    } catch (e) {
-      res = createResponse(cmd, ResponseCode.SYSTEM_ERROR, e instanceof Error ? e.message : String(e));
-    }
-    if (res) conn.reply(cmd, res);
+  /**
+   * Parks the pull: the answer is a Promise settled when the hold service re-runs it without
+   * suspension (a throw becomes the server's SYSTEM_ERROR), or with null when its connection
+   * closed first. Null when the connection has too many parked already (answer at once).
+   */
+  #park(
+    conn: RemotingConnection,
+    cmd: RemotingCommand,
+    h: PullHeader,
+    filter: ((tagsCode: number) => boolean) | undefined,
+  ): Promise<ProcessResult> | null {
+    let settle!: (res: ProcessResult | Promise<ProcessResult>) => void;
+    let fail!: (e: unknown) => void;
+    const answer = new Promise<ProcessResult>((resolve, reject) => {
+      settle = resolve;
+      fail = reject;
+    });
+    const run = () => {
+      try {
+        settle(this.#pull(conn, cmd, { ...h, sysFlag: h.sysFlag & ~PullSysFlag.COMMIT_OFFSET }, false));
+      } catch (e) {
+        fail(e);
+      }
+    };
+    const held = this.#ctx.hold.hold(
+      h.topic,
+      h.queueId,
+      { conn, offset: h.queueOffset, matches: filter, run, drop: () => settle(null) },
+      h.suspendTimeoutMillis,
+    );
+    return held ? answer : null;
   }
 
   #commitOffset(h: PullHeader, enabled: boolean): void {
