@@ -92,82 +92,104 @@ async function main(argv: string[]): Promise<number> {
   return await waitForSignal(running);
 }
 
+/** What start-up has done so far: how to undo it, the ports for --ports-file, the start-up line. */
+interface Startup {
+  readonly config: Config;
+  readonly runtime: RuntimeConfig;
+  readonly targets: RuntimeTargets;
+  readonly stops: (() => void | Promise<void>)[];
+  readonly ports: Record<string, number | string>;
+  readonly line: string[];
+}
+
 /** Starts everything or nothing: a failure part-way stops what already started, then rethrows. */
 function startRole(config: Config, portsFile: string | undefined, runtime: RuntimeConfig, targets: RuntimeTargets): Running {
   const startedAt = Date.now();
-  const stops: (() => void | Promise<void>)[] = [];
-  const ports: Record<string, number | string> = { pid: process.pid, role: config.role };
-  const line: string[] = [`role=${config.role}`, `version=${VERSION}`];
+  const s: Startup = {
+    config,
+    runtime,
+    targets,
+    stops: [],
+    ports: { pid: process.pid, role: config.role },
+    line: [`role=${config.role}`, `version=${VERSION}`],
+  };
   try {
-    let namesrv: NamesrvController | undefined;
-    if (config.role === "namesrv" || config.role === "standalone") {
-      const ns = config.namesrv;
-      namesrv = new NamesrvController({
-        namesrv: ns,
-        remoting: config.remoting,
-        storeDir: config.store.dir,
-        configAccess: runtime.namesrvAccess(),
-      });
-      const port = bindOrExplain("namesrv.listen", ns.listen.host, ns.listen.port, () => namesrv!.start());
-      const ctl = namesrv;
-      stops.push(() => ctl.stop());
-      targets.namesrv = ctl;
-      ports.namesrv = port;
-      line.push(`${config.role === "namesrv" ? "listen" : "namesrv"}=${fmt(ns.listen.host, port)}`);
-    }
-    let broker: BrokerController | undefined;
-    if (config.role !== "namesrv") {
-      const b = config.broker;
-      broker = new BrokerController({
-        broker: config.broker,
-        store: config.store,
-        remoting: config.remoting,
-        configAccess: runtime.brokerAccess(),
-      });
-      const bound = bindOrExplain("broker.listen", b.listen.host, b.listen.port, () => broker!.bind());
-      const ctl = broker;
-      const own = namesrv;
-      // Standalone without namesrvAddr: register with our own name server (also after a reload).
-      const resolve = (list: string[]): string[] => {
-        if (list.length > 0 || !own) return list;
-        const h = config.namesrv.listen.host;
-        return [fmt(h === "0.0.0.0" || h === "::" ? "127.0.0.1" : h, own.port)];
-      };
-      ctl.start(resolve(b.namesrvAddr));
-      stops.push(() => ctl.stop());
-      targets.broker = ctl;
-      targets.resolveNamesrvAddr = resolve;
-      ports.broker = bound.listen;
-      ports.vip = bound.vip;
-      ports.ha = bound.ha;
-      line.push(`listen=${fmt(b.listen.host, bound.listen)}`);
-    }
-    const adminAddr = config.role === "namesrv" ? config.namesrv.admin : config.broker.admin;
-    const app = buildAdminApp({
-      role: config.role,
-      version: VERSION,
-      startedAt,
-      config: () => runtime.describe(),
-      ...(namesrv ? { namesrv: namesrv.info, namesrvAtRoot: !broker } : {}),
-      ...(broker ? { broker: broker.info } : {}),
-    });
-    const admin: AdminServer = bindOrExplain(config.role === "namesrv" ? "namesrv.admin" : "broker.admin", adminAddr.host, adminAddr.port, () =>
-      startAdminServer(app, adminAddr.host, adminAddr.port),
-    );
-    stops.push(() => admin.stop());
-    ports.admin = admin.port;
-    line.push(`admin=${fmt(adminAddr.host, admin.port)}`, `store=${config.store.dir}`);
-    if (portsFile) writeFileSync(portsFile, JSON.stringify(ports) + "\n");
-    out(`rocketbun started: ${line.join(" ")}`);
+    const namesrv = config.role === "namesrv" || config.role === "standalone" ? startNamesrv(s) : undefined;
+    const broker = config.role !== "namesrv" ? startBroker(s, namesrv) : undefined;
+    startAdmin(s, startedAt, namesrv, broker);
+    if (portsFile) writeFileSync(portsFile, JSON.stringify(s.ports) + "\n");
+    out(`rocketbun started: ${s.line.join(" ")}`);
   } catch (e) {
-    for (const s of stops.reverse()) void s();
+    for (const stop of s.stops.reverse()) void stop();
     throw e;
   }
   return {
     async stop() {
-      for (const s of stops.reverse()) await s();
+      for (const stop of s.stops.reverse()) await stop();
     },
   };
+}
+
+function startNamesrv(s: Startup): NamesrvController {
+  const ns = s.config.namesrv;
+  const namesrv = new NamesrvController({
+    namesrv: ns,
+    remoting: s.config.remoting,
+    storeDir: s.config.store.dir,
+    configAccess: s.runtime.namesrvAccess(),
+  });
+  const port = bindOrExplain("namesrv.listen", ns.listen.host, ns.listen.port, () => namesrv.start());
+  s.stops.push(() => namesrv.stop());
+  s.targets.namesrv = namesrv;
+  s.ports.namesrv = port;
+  s.line.push(`${s.config.role === "namesrv" ? "listen" : "namesrv"}=${fmt(ns.listen.host, port)}`);
+  return namesrv;
+}
+
+function startBroker(s: Startup, own: NamesrvController | undefined): BrokerController {
+  const { config } = s;
+  const b = config.broker;
+  const broker = new BrokerController({
+    broker: b,
+    store: config.store,
+    remoting: config.remoting,
+    configAccess: s.runtime.brokerAccess(),
+  });
+  const bound = bindOrExplain("broker.listen", b.listen.host, b.listen.port, () => broker.bind());
+  // Standalone without namesrvAddr: register with our own name server (also after a reload).
+  const resolve = (list: string[]): string[] => {
+    if (list.length > 0 || !own) return list;
+    const h = config.namesrv.listen.host;
+    return [fmt(h === "0.0.0.0" || h === "::" ? "127.0.0.1" : h, own.port)];
+  };
+  broker.start(resolve(b.namesrvAddr));
+  s.stops.push(() => broker.stop());
+  s.targets.broker = broker;
+  s.targets.resolveNamesrvAddr = resolve;
+  s.ports.broker = bound.listen;
+  s.ports.vip = bound.vip;
+  s.ports.ha = bound.ha;
+  s.line.push(`listen=${fmt(b.listen.host, bound.listen)}`);
+  return broker;
+}
+
+/** The HTTP admin API: the broker's admin address when a broker runs, else the name server's. */
+function startAdmin(s: Startup, startedAt: number, namesrv: NamesrvController | undefined, broker: BrokerController | undefined): void {
+  const { config } = s;
+  const adminAddr = config.role === "namesrv" ? config.namesrv.admin : config.broker.admin;
+  const app = buildAdminApp({
+    role: config.role,
+    version: VERSION,
+    startedAt,
+    config: () => s.runtime.describe(),
+    ...(namesrv ? { namesrv: namesrv.info, namesrvAtRoot: !broker } : {}),
+    ...(broker ? { broker: broker.info } : {}),
+  });
+  const key = config.role === "namesrv" ? "namesrv.admin" : "broker.admin";
+  const admin: AdminServer = bindOrExplain(key, adminAddr.host, adminAddr.port, () => startAdminServer(app, adminAddr.host, adminAddr.port));
+  s.stops.push(() => admin.stop());
+  s.ports.admin = admin.port;
+  s.line.push(`admin=${fmt(adminAddr.host, admin.port)}`, `store=${config.store.dir}`);
 }
 
 function bindOrExplain<T>(key: string, host: string, port: number, bind: () => T): T {
