@@ -3,6 +3,7 @@
  * source tree as text, like TigerBeetle's tidy.zig.
  */
 import { describe, expect, test } from "bun:test";
+import ts from "typescript";
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join, relative, resolve, dirname } from "node:path";
 
@@ -85,6 +86,50 @@ function duplicateDefinitions(files: Map<string, string>): [string, string[]][] 
     for (const m of src.matchAll(/^(?:export )?const [A-Za-z0-9_]+ = ("[^"\\\n]{3,}");/gm)) note(`string ${m[1]}`, file);
   }
   return [...seen].filter(([, where]) => where.length > 1);
+}
+
+/** TigerBeetle's limit: a function that does not fit on a screen is hard to hold in one's head. */
+const FUNCTION_LINES_MAX = 70;
+
+/**
+ * Functions longer than FUNCTION_LINES_MAX when the rule came in (10 then), by `file#Class.name`.
+ * The list only shrinks: an entry that is short now, or gone, fails the test until it is removed.
+ * Hot-path decoders and the store's put/get loops stay whole on purpose, for now.
+ */
+const LONG_FUNCTION_EXCEPTIONS = new Set([
+  "src/broker/broker.ts#BrokerController.start",
+  "src/commitlog/message-store.ts#MessageStore.putMessages",
+  "src/broker/processors/send-message.ts#SendMessageProcessor.#send",
+  "src/commitlog/message-store.ts#MessageStore.getMessage",
+  "src/common/message-record.ts#decodeRecordAt",
+  "src/ha/record-stream.ts#RecordStream.#scan",
+]);
+
+/** Every function-like node with a body, named `Class.method` or `function`, with its length in lines. */
+function functionLengths(file: string, source: string): { name: string; lines: number }[] {
+  const sf = ts.createSourceFile(file, source, ts.ScriptTarget.Latest, true);
+  const out: { name: string; lines: number }[] = [];
+  const nameOf = (n: ts.FunctionLikeDeclaration): string => {
+    if (ts.isConstructorDeclaration(n)) return "constructor";
+    if (n.name) return n.name.getText(sf);
+    const p = n.parent;
+    if (ts.isVariableDeclaration(p) || ts.isPropertyAssignment(p) || ts.isPropertyDeclaration(p)) return p.name.getText(sf);
+    return "(anonymous)";
+  };
+  const visit = (n: ts.Node, owner: string): void => {
+    let inner = owner;
+    if (ts.isClassDeclaration(n) && n.name) inner = n.name.text;
+    else if (ts.isFunctionLike(n) && "body" in n && n.body) {
+      const f = n as ts.FunctionLikeDeclaration;
+      inner = owner ? `${owner}.${nameOf(f)}` : nameOf(f);
+      const first = sf.getLineAndCharacterOfPosition(n.getStart(sf)).line;
+      const last = sf.getLineAndCharacterOfPosition(n.getEnd()).line;
+      out.push({ name: inner, lines: last - first + 1 });
+    }
+    ts.forEachChild(n, (c) => visit(c, inner));
+  };
+  visit(sf, "");
+  return out;
 }
 
 function imports(file: string): string[] {
@@ -190,6 +235,26 @@ describe("tidy", () => {
     expect(found).toEqual([
       ["type QueueData", ["a.ts", "b.ts"]],
       ['string "%RETRY%"', ["a.ts", "b.ts"]],
+    ]);
+  });
+
+  test(`functions are at most ${FUNCTION_LINES_MAX} lines, but for a list of exceptions that only shrinks`, () => {
+    const long = new Map<string, number>();
+    for (const f of sources) {
+      for (const fn of functionLengths(f, text.get(f)!)) if (fn.lines > FUNCTION_LINES_MAX) long.set(`${rel(f)}#${fn.name}`, fn.lines);
+    }
+    const problems = [...long].filter(([k]) => !LONG_FUNCTION_EXCEPTIONS.has(k)).map(([k, n]) => `${k}: ${n} lines (split it into named steps)`);
+    for (const k of LONG_FUNCTION_EXCEPTIONS)
+      if (!long.has(k)) problems.push(`${k}: no longer long (or gone): remove it from LONG_FUNCTION_EXCEPTIONS`);
+    expect(problems).toEqual([]);
+  });
+
+  test("the function-length measure names methods by class and counts whole lines", () => {
+    const src = ["class A {", "  m() {", "    const f = () => {", "      return 1;", "    };", "  }", "}", "function g() {}"].join("\n");
+    expect(functionLengths("x.ts", src)).toEqual([
+      { name: "A.m", lines: 5 },
+      { name: "A.m.f", lines: 3 },
+      { name: "g", lines: 1 },
     ]);
   });
 

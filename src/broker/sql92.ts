@@ -65,6 +65,23 @@ const KEYWORDS = new Set(["NOT", "AND", "OR", "BETWEEN", "IN", "TRUE", "FALSE", 
 
 type Token = { t: "kw"; v: string } | { t: "id"; v: string } | { t: "str"; v: string } | { t: "num"; v: Num } | { t: "op"; v: string } | { t: "end" };
 
+/** A quoted string from the quote at `start` ('' is an escaped quote): its text and the index after it. */
+function readString(src: string, start: number): [string, number] {
+  let s = "";
+  let j = start + 1;
+  for (;;) {
+    if (j >= src.length) throw new SelectorError(`unterminated string at ${start}`);
+    if (src[j] === "'") {
+      if (src[j + 1] !== "'") return [s, j + 1];
+      s += "'";
+      j += 2;
+      continue;
+    }
+    s += src[j];
+    j++;
+  }
+}
+
 function tokenize(src: string): Token[] {
   const out: Token[] = [];
   let i = 0;
@@ -86,23 +103,9 @@ function tokenize(src: string): Token[] {
       continue;
     }
     if (c === "'") {
-      let s = "";
-      let j = i + 1;
-      for (;;) {
-        if (j >= n) throw new SelectorError(`unterminated string at ${i}`);
-        if (src[j] === "'") {
-          if (src[j + 1] === "'") {
-            s += "'";
-            j += 2;
-            continue;
-          }
-          break;
-        }
-        s += src[j];
-        j++;
-      }
-      out.push({ t: "str", v: s });
-      i = j + 1;
+      const [text, next] = readString(src, i);
+      out.push({ t: "str", v: text });
+      i = next;
       continue;
     }
     const num = /^(?:\d+\.\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+|(0|[1-9]\d*)[lL]?)/.exec(src.slice(i));

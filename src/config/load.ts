@@ -53,10 +53,7 @@ export interface CliFlags {
   portsFile?: string;
 }
 
-export type Source =
-  | { kind: "file"; file: string; line: number; col: number }
-  | { kind: "flag"; flag: string }
-  | { kind: "default" };
+export type Source = { kind: "file"; file: string; line: number; col: number } | { kind: "flag"; flag: string } | { kind: "default" };
 
 /** Where each key's effective value came from, for messages that point at it. */
 export type ConfigSources = Record<KeyPath, Source>;
@@ -124,23 +121,63 @@ export function loadConfig(opts: { file?: string; flags: CliFlags }): LoadedConf
   fromFile.errors.sort((a, b) => a.line - b.line || a.col - b.col);
   errors.push(...fromFile.errors.map((e) => e.text));
 
-  // The role comes first: defaults and the meaning of --listen/--admin depend on it.
-  let role: Role | undefined;
+  const role = resolveRole(flags, fromFile, errors, warnings);
+  const rejected = new Set(fromFile.rejected);
+  const fromFlags = readFlagValues(flags, role, rejected, errors, warnings);
+  if (role === undefined) return { errors };
+
+  const config = defaultConfig(role);
+  const sources = {} as ConfigSources;
+  for (const def of KEYS) sources[def.key] = { kind: "default" };
+  for (const layer of [fromFile.values, fromFlags]) {
+    for (const [key, v] of layer) {
+      if (key === "role") continue;
+      setValue(config, key, v.value);
+      sources[key] = v.source;
+    }
+  }
+  sources.role = flags.role !== undefined ? { kind: "flag", flag: "--role" } : (fromFile.values.get("role")?.source ?? sources.role);
+
+  errors.push(...derive(config, sources, rejected));
+  for (const c of crossCheck(config)) {
+    if (rejected.has(c.key) || (c.other !== undefined && rejected.has(c.other.key))) continue;
+    // Point at the key the operator set: with only the other one set, tell it from that side.
+    const other = c.other;
+    const use = other !== undefined && sources[c.key].kind === "default" && sources[other.key].kind !== "default" ? other : c;
+    errors.push(locate(sources[use.key], use.key, use.problem));
+  }
+  if (errors.length > 0) return { errors };
+  return { config, sources, warnings };
+}
+
+/** The role comes first: defaults and the meaning of --listen/--admin depend on it. */
+function resolveRole(flags: CliFlags, fromFile: FileValues, errors: string[], warnings: string[]): Role | undefined {
   const fileRole = fromFile.values.get("role");
   if (flags.role !== undefined) {
-    if ((ROLES as readonly string[]).includes(flags.role)) role = flags.role as Role;
-    else errors.push(`--role: unknown role ${JSON.stringify(flags.role)} (expected ${ROLE_LIST})`);
-    if (role !== undefined && fileRole !== undefined && fileRole.value !== role) {
+    if (!(ROLES as readonly string[]).includes(flags.role)) {
+      errors.push(`--role: unknown role ${JSON.stringify(flags.role)} (expected ${ROLE_LIST})`);
+      return undefined;
+    }
+    const role = flags.role as Role;
+    if (fileRole !== undefined && fileRole.value !== role) {
       warnings.push(`--role ${role} overrides role "${String(fileRole.value)}" set at ${describeSource(fileRole.source)}`);
     }
-  } else if (fileRole !== undefined) {
-    role = fileRole.value as Role;
-  } else if (!fromFile.rejected.has("role")) {
-    errors.push(`--role: missing required value (${ROLE_LIST})`);
+    return role;
   }
+  if (fileRole !== undefined) return fileRole.value as Role;
+  if (!fromFile.rejected.has("role")) errors.push(`--role: missing required value (${ROLE_LIST})`);
+  return undefined;
+}
 
+/** The command-line flags that set keys, checked against the schema (a rejected key is noted in `rejected`). */
+function readFlagValues(
+  flags: CliFlags,
+  role: Role | undefined,
+  rejected: Set<KeyPath>,
+  errors: string[],
+  warnings: string[],
+): Map<KeyPath, { value: ConfigValue; source: Source }> {
   const fromFlags = new Map<KeyPath, { value: ConfigValue; source: Source }>();
-  const rejected = new Set(fromFile.rejected);
   for (const f of FLAG_KEYS) {
     const text = flags[f.prop];
     if (text === undefined) continue;
@@ -159,30 +196,7 @@ export function loadConfig(opts: { file?: string; flags: CliFlags }): LoadedConf
     }
     fromFlags.set(key, { value: checked.value, source: { kind: "flag", flag: f.flag } });
   }
-  if (role === undefined) return { errors };
-
-  const config = defaultConfig(role);
-  const sources = {} as ConfigSources;
-  for (const def of KEYS) sources[def.key] = { kind: "default" };
-  for (const layer of [fromFile.values, fromFlags]) {
-    for (const [key, v] of layer) {
-      if (key === "role") continue;
-      setValue(config, key, v.value);
-      sources[key] = v.source;
-    }
-  }
-  sources.role = flags.role !== undefined ? { kind: "flag", flag: "--role" } : (fileRole?.source ?? sources.role);
-
-  errors.push(...derive(config, sources, rejected));
-  for (const c of crossCheck(config)) {
-    if (rejected.has(c.key) || (c.other !== undefined && rejected.has(c.other.key))) continue;
-    // Point at the key the operator set: with only the other one set, tell it from that side.
-    const other = c.other;
-    const use = other !== undefined && sources[c.key].kind === "default" && sources[other.key].kind !== "default" ? other : c;
-    errors.push(locate(sources[use.key], use.key, use.problem));
-  }
-  if (errors.length > 0) return { errors };
-  return { config, sources, warnings };
+  return fromFlags;
 }
 
 /** A load-time message: `FILE:LINE:COL: key: problem`, `--flag: problem` or `key: problem`. */

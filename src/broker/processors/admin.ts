@@ -60,6 +60,10 @@ const SLAVE_REFUSAL = "Can't modify topic or subscription group from slave broke
 
 const encoder = new TextEncoder();
 
+function ok(cmd: RemotingCommand, body?: Uint8Array): RemotingCommand {
+  return createResponse(cmd, ResponseCode.SUCCESS, undefined, undefined, body);
+}
+
 export interface LockBatchBody {
   consumerGroup: string;
   clientId: string;
@@ -140,29 +144,19 @@ export class AdminProcessor implements RequestProcessor {
 
   process(conn: RemotingConnection, cmd: RemotingCommand): RemotingCommand | Promise<RemotingCommand> {
     const ctx = this.#ctx;
-    const ext = cmd.extFields;
-    const ok = (body?: Uint8Array) => createResponse(cmd, ResponseCode.SUCCESS, undefined, undefined, body);
     switch (cmd.code) {
       case RequestCode.GET_BROKER_RUNTIME_INFO:
-        return ok(jsonBytes({ table: runtimeInfo(ctx, this.#stats) }));
-      case RequestCode.GET_CONSUMER_CONNECTION_LIST: {
-        const group = reqString(ext, "consumerGroup");
-        const g = ctx.consumers.group(group);
-        if (!g || g.channels.size === 0) return createResponse(cmd, ResponseCode.CONSUMER_NOT_ONLINE, `the consumer group[${group}] not online`);
-        return ok(jsonBytes(consumerConnectionBody(g)));
-      }
-      case RequestCode.GET_PRODUCER_CONNECTION_LIST: {
-        const group = reqString(ext, "producerGroup");
-        const channels = ctx.producers.channels(group);
-        if (channels.length === 0) return createResponse(cmd, ResponseCode.SYSTEM_ERROR, `the producer group[${group}] not exist`);
-        return ok(jsonBytes(producerConnectionBody(channels)));
-      }
+        return ok(cmd, jsonBytes({ table: runtimeInfo(ctx, this.#stats) }));
+      case RequestCode.GET_CONSUMER_CONNECTION_LIST:
+        return this.#consumerConnections(cmd);
+      case RequestCode.GET_PRODUCER_CONNECTION_LIST:
+        return this.#producerConnections(cmd);
       case RequestCode.GET_ALL_CONSUMER_OFFSET:
-        return ok(jsonBytes(ctx.consumerOffsets.table()));
+        return ok(cmd, jsonBytes(ctx.consumerOffsets.table()));
       case RequestCode.GET_ALL_DELAY_OFFSET:
-        return ok(jsonBytes(ctx.delayOffsets.table()));
+        return ok(cmd, jsonBytes(ctx.delayOffsets.table()));
       case RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG:
-        return ok(jsonBytes(ctx.groups.wrapper()));
+        return ok(cmd, jsonBytes(ctx.groups.wrapper()));
       case RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP:
         return this.#updateGroup(conn, cmd);
       case RequestCode.DELETE_SUBSCRIPTIONGROUP:
@@ -170,64 +164,93 @@ export class AdminProcessor implements RequestProcessor {
       case RequestCode.LOCK_BATCH_MQ:
       case RequestCode.UNLOCK_BATCH_MQ:
         return this.#lockBatch(cmd);
-      case RequestCode.GET_BROKER_CONFIG: {
-        if (!this.#config) return createResponse(cmd, ResponseCode.REQUEST_CODE_NOT_SUPPORTED, `request code ${cmd.code} not supported`);
-        const { properties, version } = this.#config.get();
-        return createResponse(cmd, ResponseCode.SUCCESS, undefined, { version }, encoder.encode(properties));
-      }
+      case RequestCode.GET_BROKER_CONFIG:
+        return this.#brokerConfig(cmd);
       case RequestCode.UPDATE_BROKER_CONFIG:
         return this.#updateConfig(conn, cmd);
-      case RequestCode.GET_TOPIC_STATS_INFO: {
-        const topic = reqString(ext, "topic");
-        const tc = ctx.topics.get(topic);
-        if (!tc) return createResponse(cmd, ResponseCode.TOPIC_NOT_EXIST, `topic[${topic}] not exist`);
-        return ok(encoder.encode(topicStatsBody(topicStats(ctx, tc))));
-      }
+      case RequestCode.GET_TOPIC_STATS_INFO:
+        return this.#topicStats(cmd);
       case RequestCode.QUERY_TOPIC_CONSUME_BY_WHO: {
-        const topic = reqString(ext, "topic");
-        const groups = new Set([...ctx.consumers.groupsOfTopic(topic), ...ctx.consumerOffsets.groupsOf(topic)]);
-        return ok(jsonBytes({ groupList: [...groups] }));
+        const topic = reqString(cmd.extFields, "topic");
+        return ok(cmd, jsonBytes({ groupList: [...new Set([...ctx.consumers.groupsOfTopic(topic), ...ctx.consumerOffsets.groupsOf(topic)])] }));
       }
       case RequestCode.CLEAN_EXPIRED_CONSUMEQUEUE:
         this.#cleanExpiredConsumeQueues(conn);
-        return ok();
+        return ok(cmd);
       case RequestCode.VIEW_BROKER_STATS_DATA:
         return this.#viewStats(cmd);
-      case RequestCode.GET_ALL_PRODUCER_INFO: {
-        const data: Record<string, unknown[]> = {};
-        for (const g of ctx.producers.groupNames()) {
-          data[g] = ctx.producers.channels(g).map((ch) => ({
-            clientId: ch.clientId,
-            language: ch.language,
-            lastUpdateTimestamp: ch.lastUpdateTimestamp,
-            remoteIP: `/${ch.conn.remoteAddress}`,
-            version: ch.version,
-          }));
-        }
-        return ok(jsonBytes({ data }));
-      }
-      case RequestCode.GET_TOPIC_CONFIG: {
-        const topic = reqString(ext, "topic");
-        const tc = ctx.topics.get(topic);
-        if (!tc) return createResponse(cmd, ResponseCode.TOPIC_NOT_EXIST, `No topic in this broker. topic: ${topic}`);
-        const { order, perm, readQueueNums, topicFilterType, topicName, topicSysFlag, writeQueueNums } = tc;
-        return ok(jsonBytes({ attributes: {}, order, perm, readQueueNums, topicFilterType, topicName, topicSysFlag, writeQueueNums }));
-      }
+      case RequestCode.GET_ALL_PRODUCER_INFO:
+        return this.#allProducerInfo(cmd);
+      case RequestCode.GET_TOPIC_CONFIG:
+        return this.#topicConfig(cmd);
       case RequestCode.GET_SUBSCRIPTIONGROUP_CONFIG: {
-        const g = ctx.groups.get(reqString(ext, "group"));
+        const g = ctx.groups.get(reqString(cmd.extFields, "group"));
         if (!g) return createResponse(cmd, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, "No group in this broker");
-        return ok(jsonBytes(g));
+        return ok(cmd, jsonBytes(g));
       }
-      default: {
-        const group = reqString(ext, "consumerGroup");
-        const entries = consumeStats(ctx, group, optString(ext, "topic"));
-        // Java sums each topic's GROUP_GET_NUMS rate over the last minute.
-        let tps = 0;
-        for (const topic of new Set(entries.map(([mq]) => mq.topic)))
-          tps += this.#stats.items.minuteTps(StatsName.GROUP_GET_NUMS, `${topic}@${group}`);
-        return ok(encoder.encode(consumeStatsBody(entries, tps)));
-      }
+      default:
+        return this.#consumeStats(cmd);
     }
+  }
+
+  #consumerConnections(cmd: RemotingCommand): RemotingCommand {
+    const group = reqString(cmd.extFields, "consumerGroup");
+    const g = this.#ctx.consumers.group(group);
+    if (!g || g.channels.size === 0) return createResponse(cmd, ResponseCode.CONSUMER_NOT_ONLINE, `the consumer group[${group}] not online`);
+    return ok(cmd, jsonBytes(consumerConnectionBody(g)));
+  }
+
+  #producerConnections(cmd: RemotingCommand): RemotingCommand {
+    const group = reqString(cmd.extFields, "producerGroup");
+    const channels = this.#ctx.producers.channels(group);
+    if (channels.length === 0) return createResponse(cmd, ResponseCode.SYSTEM_ERROR, `the producer group[${group}] not exist`);
+    return ok(cmd, jsonBytes(producerConnectionBody(channels)));
+  }
+
+  #brokerConfig(cmd: RemotingCommand): RemotingCommand {
+    if (!this.#config) return createResponse(cmd, ResponseCode.REQUEST_CODE_NOT_SUPPORTED, `request code ${cmd.code} not supported`);
+    const { properties, version } = this.#config.get();
+    return createResponse(cmd, ResponseCode.SUCCESS, undefined, { version }, encoder.encode(properties));
+  }
+
+  #topicStats(cmd: RemotingCommand): RemotingCommand {
+    const topic = reqString(cmd.extFields, "topic");
+    const tc = this.#ctx.topics.get(topic);
+    if (!tc) return createResponse(cmd, ResponseCode.TOPIC_NOT_EXIST, `topic[${topic}] not exist`);
+    return ok(cmd, encoder.encode(topicStatsBody(topicStats(this.#ctx, tc))));
+  }
+
+  #allProducerInfo(cmd: RemotingCommand): RemotingCommand {
+    const producers = this.#ctx.producers;
+    const data: Record<string, unknown[]> = {};
+    for (const g of producers.groupNames()) {
+      data[g] = producers.channels(g).map((ch) => ({
+        clientId: ch.clientId,
+        language: ch.language,
+        lastUpdateTimestamp: ch.lastUpdateTimestamp,
+        remoteIP: `/${ch.conn.remoteAddress}`,
+        version: ch.version,
+      }));
+    }
+    return ok(cmd, jsonBytes({ data }));
+  }
+
+  #topicConfig(cmd: RemotingCommand): RemotingCommand {
+    const topic = reqString(cmd.extFields, "topic");
+    const tc = this.#ctx.topics.get(topic);
+    if (!tc) return createResponse(cmd, ResponseCode.TOPIC_NOT_EXIST, `No topic in this broker. topic: ${topic}`);
+    const { order, perm, readQueueNums, topicFilterType, topicName, topicSysFlag, writeQueueNums } = tc;
+    return ok(cmd, jsonBytes({ attributes: {}, order, perm, readQueueNums, topicFilterType, topicName, topicSysFlag, writeQueueNums }));
+  }
+
+  /** GET_CONSUME_STATS (the codes this processor owns that no case above names). */
+  #consumeStats(cmd: RemotingCommand): RemotingCommand {
+    const group = reqString(cmd.extFields, "consumerGroup");
+    const entries = consumeStats(this.#ctx, group, optString(cmd.extFields, "topic"));
+    // Java sums each topic's GROUP_GET_NUMS rate over the last minute.
+    let tps = 0;
+    for (const topic of new Set(entries.map(([mq]) => mq.topic))) tps += this.#stats.items.minuteTps(StatsName.GROUP_GET_NUMS, `${topic}@${group}`);
+    return ok(cmd, encoder.encode(consumeStatsBody(entries, tps)));
   }
 
   #viewStats(cmd: RemotingCommand): RemotingCommand {
