@@ -10,6 +10,7 @@ import { createResponse, isOneway, type RemotingCommand } from "./command.ts";
 import { RemotingConnection } from "./connection.ts";
 import type { RequestProcessor } from "./processor.ts";
 import { ResponseCode } from "./response-code.ts";
+import type { RemotingListener, RemotingNetwork, SocketLike } from "./transport.ts";
 
 export interface RemotingServerOptions {
   host: string;
@@ -17,6 +18,8 @@ export interface RemotingServerOptions {
   frameSizeMaxBytes: number;
   connectionBufferMaxBytes: number;
   log: Logger;
+  /** Default: Bun.listen on host:port; the in-process broker fixture and test/sim pass in-memory sockets. */
+  network?: RemotingNetwork;
 }
 
 /**
@@ -41,7 +44,7 @@ export class RemotingServer {
   readonly #processors = new Map<number, RequestProcessor>();
   readonly #connections = new Set<RemotingConnection>();
   readonly #closeListeners: ((conn: RemotingConnection) => void)[] = [];
-  #listener: TCPSocketListener<RemotingConnection | undefined> | null = null;
+  #listener: TCPSocketListener<RemotingConnection | undefined> | RemotingListener | null = null;
   #received = 0;
   #gcRequestedAt = 0;
 
@@ -78,6 +81,14 @@ export class RemotingServer {
   /** Binds the port; throws (e.g. EADDRINUSE) without leaving anything behind. */
   start(): number {
     const opts = this.#opts;
+    const net = opts.network;
+    if (net) {
+      this.#listener = net.listen(opts.host, opts.port, (socket) => {
+        const conn = this.#accept(socket, net.chunksOwned);
+        return { data: (chunk) => conn.handleData(chunk), drain: () => conn.handleDrain(), close: () => conn.handleClosed() };
+      });
+      return this.#listener.port;
+    }
     this.#listener = Bun.listen<RemotingConnection | undefined>({
       hostname: opts.host,
       port: opts.port,
@@ -85,20 +96,8 @@ export class RemotingServer {
         binaryType: "uint8array",
         open: (socket) => {
           socket.setNoDelay(true);
-          const conn = new RemotingConnection(socket, {
-            frameSizeMaxBytes: opts.frameSizeMaxBytes,
-            connectionBufferMaxBytes: opts.connectionBufferMaxBytes,
-            // Bun.listen: every read arrives in a fresh buffer (transport.test.ts).
-            chunksOwned: true,
-            log: opts.log,
-            onRequest: (c, cmd) => this.#dispatch(c, cmd),
-          });
-          socket.data = conn;
-          this.#connections.add(conn);
-          conn.onClose((c) => {
-            this.#connections.delete(c);
-            for (const l of this.#closeListeners) l(c);
-          });
+          // Bun.listen: every read arrives in a fresh buffer (transport.test.ts).
+          socket.data = this.#accept(socket, true);
         },
         data: (socket, chunk) => {
           this.#received += chunk.length;
@@ -123,8 +122,26 @@ export class RemotingServer {
     return this.#listener.port;
   }
 
+  #accept(socket: SocketLike, chunksOwned: boolean): RemotingConnection {
+    const opts = this.#opts;
+    const conn = new RemotingConnection(socket, {
+      frameSizeMaxBytes: opts.frameSizeMaxBytes,
+      connectionBufferMaxBytes: opts.connectionBufferMaxBytes,
+      chunksOwned,
+      log: opts.log,
+      onRequest: (c, cmd) => this.#dispatch(c, cmd),
+    });
+    this.#connections.add(conn);
+    conn.onClose((c) => {
+      this.#connections.delete(c);
+      for (const l of this.#closeListeners) l(c);
+    });
+    return conn;
+  }
+
   stop(): void {
     for (const c of [...this.#connections]) c.close();
+    // Bun's listener: true also closes the accepted sockets (closed above already).
     this.#listener?.stop(true);
     this.#listener = null;
   }
