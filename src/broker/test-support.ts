@@ -156,12 +156,13 @@ export class InProcessBroker implements AsyncDisposable {
     return this.sim.advance(ms);
   }
 
-  /** Clean stop: clients closed, broker stopped, its clock dead, the temp dir removed. */
+  /** Clean stop: broker stopped, clients closed, its clock dead, the temp dir removed. */
   async stop(): Promise<void> {
     if (this.#stopped) return;
     this.#stopped = true;
-    for (const c of this.#clients.splice(0)) await c.close();
+    // The broker first: its stop answers the pulls still parked, as a real shutdown does.
     await this.controller.stop();
+    for (const c of this.#clients.splice(0)) await c.close();
     this.clock.dead = true;
     if (this.#ownDir) rmSync(this.dir, { recursive: true, force: true });
   }
