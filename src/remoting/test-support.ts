@@ -112,7 +112,8 @@ class MemSocket implements SocketLike {
   write(data: Uint8Array): number {
     if (this.closed) return -1;
     // Copy: the connection reuses its output buffer once write returns (the kernel copies too).
-    const copy = data.slice();
+    // Not data.slice(): the connection writes a Buffer, and Buffer's slice is a view.
+    const copy = new Uint8Array(data);
     const peer = this.peer;
     queueMicrotask(() => {
       if (!peer.closed) peer.events?.data(copy);

@@ -3,7 +3,8 @@
  * producers and long-polling consumers against a whole BrokerController on simulated time, an
  * in-memory disk that can crash, and in-memory sockets. Every run prints its seed;
  * `SEED=<n> bun test test/sim/broker-sim.test.ts` replays it, `SIM_SEEDS=<k>` runs k random seeds
- * (`SIM_STEPS=<n>` makes each longer).
+ * (`SIM_STEPS=<n>` makes each longer); `SIM_NO_CRASH=1` / `SIM_NO_RESTART=1` leave out broker crashes or
+ * clean restarts (same draws otherwise), to tell a finding's cause apart.
  *
  * CI runs the fixed seeds in PASSING; open findings are listed in OPEN, skipped by name with the reason.
  */

@@ -27,7 +27,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { parseProperties } from "../../src/commitlog/index.ts";
+import { parseProperties, type DecodedRecord } from "../../src/commitlog/index.ts";
 import { scope } from "../../src/common/log.ts";
 import {
   createTopicRequest,
@@ -151,7 +151,10 @@ export async function runBrokerSimulation(seed: number, opts: BrokerSimOptions):
   try {
     return await run(seed, opts, trace, dir);
   } catch (e) {
-    if (trace) process.stderr.write(`broker sim: trace of seed ${seed} (last 60 events):\n${trace.slice(-60).join("\n")}\n`);
+    if (trace)
+      process.stderr.write(
+        `broker sim: trace of seed ${seed} (last 60 events):\n${trace.slice(-Number(process.env.SIM_TRACE_LINES ?? 60)).join("\n")}\n`,
+      );
     throw e;
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -167,7 +170,8 @@ async function run(seed: number, opts: BrokerSimOptions, trace: string[] | null,
   const flush = rng.bool() ? "SYNC_FLUSH" : "ASYNC_FLUSH";
   const holdMaxMs = rng.pick([1000, 5000, 20000]);
   const segmentBytes = rng.pick([16384, 65536]);
-  const pCrash = rng.pick([0, 0.004, 0.01]);
+  const pCrash = process.env.SIM_NO_CRASH ? (rng.next(), 0) : rng.pick([0, 0.004, 0.01]);
+  const pRestart = process.env.SIM_NO_RESTART ? 0 : 0.003;
   const config = `flush=${flush} pullHoldMaxMs=${holdMaxMs} segmentBytes=${segmentBytes} pCrash=${pCrash}`;
   note(`config ${config}`);
   const result: BrokerSimResult = {
@@ -187,8 +191,14 @@ async function run(seed: number, opts: BrokerSimOptions, trace: string[] | null,
     lostAsyncAcks: 0,
   };
   let step = 0;
+  /** The first broken invariant: answers are checked in callbacks, the run loop rethrows it. */
+  let broken: BrokerInvariantError | null = null;
   const fail = (what: string): never => {
-    throw new BrokerInvariantError(`seed ${seed} step ${step} t=${sim.now - SIM_EPOCH_MS}ms: ${what}\nconfig: ${config}`);
+    broken ??= new BrokerInvariantError(`seed ${seed} step ${step} t=${sim.now - SIM_EPOCH_MS}ms: ${what}\nconfig: ${config}`);
+    throw broken;
+  };
+  const stopOnFailure = () => {
+    if (broken) throw broken;
   };
 
   const startBroker = (): InProcessBroker =>
@@ -293,18 +303,27 @@ async function run(seed: number, opts: BrokerSimOptions, trace: string[] | null,
     const incarnation = broker;
     const ids = entries.map((e) => e.id);
     note(`send ${ids.join(",")} → ${topic}/${queueId}`);
-    client.invoke(addr, cmd, TIMEOUT_MS).then(
-      (res) => onAck(ids, res, incarnation),
-      () => {
-        result.unanswered += n;
-      },
-    );
+    client
+      .invoke(addr, cmd, TIMEOUT_MS)
+      .then(
+        (res) => onAck(ids, res, incarnation),
+        () => {
+          result.unanswered += n;
+        },
+      )
+      .catch(() => undefined); // a broken invariant: recorded in `broken`
   };
 
   // ------------------------------------------------------------------ consumers
   const checkRecords = (c: Consumer, queueId: number, from: number, res: RemotingCommand): void => {
     let expected = from;
-    for (const r of pulledRecords(res)) {
+    let records: DecodedRecord[] = [];
+    try {
+      records = pulledRecords(res);
+    } catch (e) {
+      fail(`${c.group} ${c.topic}/${queueId}@${from}: ${e instanceof Error ? e.message : String(e)}`);
+    }
+    for (const r of records) {
       if (r.topic !== c.topic || r.queueId !== queueId) fail(`${c.group} pulled ${r.topic}/${r.queueId} from ${c.topic}/${queueId}`);
       if (r.queueOffset < expected) fail(`${c.group} ${c.topic}/${queueId}: offset ${r.queueOffset} after ${expected - 1}`);
       if (c.tags === null && r.queueOffset !== expected) fail(`${c.group} ${c.topic}/${queueId}: offset ${r.queueOffset}, expected ${expected}`);
@@ -346,38 +365,41 @@ async function run(seed: number, opts: BrokerSimOptions, trace: string[] | null,
     });
     c.pulledOnce[queueId] = true;
     const again = (ms: number) => clientClock.setTimeout(() => pull(c, queueId), ms);
-    consumerClient.invoke(addr, req, TIMEOUT_MS).then(
-      (res) => {
-        if (c.outstanding[queueId] !== o) return; // superseded after a crash
-        c.outstanding[queueId] = null;
-        o.answeredAt = sim.now;
-        if (sim.now > o.wakeBy)
-          fail(
-            `${c.group} ${c.topic}/${queueId}@${offset}: a matching message was acknowledged at ${o.wakeBy - SIM_EPOCH_MS}, the pull answered at ${sim.now - SIM_EPOCH_MS}`,
-          );
-        if (sim.now > o.deadline)
-          fail(
-            `${c.group} ${c.topic}/${queueId}@${offset}: parked past its hold (sent ${o.sentAt - SIM_EPOCH_MS}, answered ${sim.now - SIM_EPOCH_MS})`,
-          );
-        if (sim.now > o.sentAt && res.code === ResponseCode.SUCCESS) result.parkedWakes++;
-        const next = Number(res.extFields?.nextBeginOffset);
-        if (res.code === ResponseCode.SUCCESS) checkRecords(c, queueId, offset, res);
-        else if (res.code === ResponseCode.PULL_OFFSET_MOVED) fail(`${c.group} ${c.topic}/${queueId}@${offset}: PULL_OFFSET_MOVED to ${next}`);
-        else if (res.code !== ResponseCode.PULL_NOT_FOUND && res.code !== ResponseCode.PULL_RETRY_IMMEDIATELY)
-          fail(`${c.group} ${c.topic}/${queueId}@${offset}: answered ${res.code} ${res.remark}`);
-        if (res.code !== ResponseCode.PULL_NOT_FOUND && !(next > offset)) fail(`${c.group}: nextBeginOffset ${next} after a pull at ${offset}`);
-        if (res.code === ResponseCode.PULL_NOT_FOUND && next !== offset) fail(`${c.group}: PULL_NOT_FOUND moved ${offset} to ${next}`);
-        c.next[queueId] = next;
-        again(rng.bool(0.5) ? 0 : rng.int(1, 200));
-      },
-      () => {
-        // The broker went away (crash or restart): try again after a while, as a client does.
-        o.dropped = true;
-        if (c.outstanding[queueId] !== o) return;
-        c.outstanding[queueId] = null;
-        again(rng.int(100, 1000));
-      },
-    );
+    consumerClient
+      .invoke(addr, req, TIMEOUT_MS)
+      .then(
+        (res) => {
+          if (c.outstanding[queueId] !== o) return; // superseded after a crash
+          c.outstanding[queueId] = null;
+          o.answeredAt = sim.now;
+          if (sim.now > o.wakeBy)
+            fail(
+              `${c.group} ${c.topic}/${queueId}@${offset}: a matching message was acknowledged at ${o.wakeBy - SIM_EPOCH_MS}, the pull answered at ${sim.now - SIM_EPOCH_MS}`,
+            );
+          if (sim.now > o.deadline)
+            fail(
+              `${c.group} ${c.topic}/${queueId}@${offset}: parked past its hold (sent ${o.sentAt - SIM_EPOCH_MS}, answered ${sim.now - SIM_EPOCH_MS})`,
+            );
+          if (sim.now > o.sentAt && res.code === ResponseCode.SUCCESS) result.parkedWakes++;
+          const next = Number(res.extFields?.nextBeginOffset);
+          if (res.code === ResponseCode.SUCCESS) checkRecords(c, queueId, offset, res);
+          else if (res.code === ResponseCode.PULL_OFFSET_MOVED) fail(`${c.group} ${c.topic}/${queueId}@${offset}: PULL_OFFSET_MOVED to ${next}`);
+          else if (res.code !== ResponseCode.PULL_NOT_FOUND && res.code !== ResponseCode.PULL_RETRY_IMMEDIATELY)
+            fail(`${c.group} ${c.topic}/${queueId}@${offset}: answered ${res.code} ${res.remark}`);
+          if (res.code !== ResponseCode.PULL_NOT_FOUND && !(next > offset)) fail(`${c.group}: nextBeginOffset ${next} after a pull at ${offset}`);
+          if (res.code === ResponseCode.PULL_NOT_FOUND && next !== offset) fail(`${c.group}: PULL_NOT_FOUND moved ${offset} to ${next}`);
+          c.next[queueId] = next;
+          again(rng.bool(0.5) ? 0 : rng.int(1, 200));
+        },
+        () => {
+          // The broker went away (crash or restart): try again after a while, as a client does.
+          o.dropped = true;
+          if (c.outstanding[queueId] !== o) return;
+          c.outstanding[queueId] = null;
+          again(rng.int(100, 1000));
+        },
+      )
+      .catch(() => undefined); // a broken invariant: recorded in `broken`
   };
 
   // ------------------------------------------------------------------ faults
@@ -395,7 +417,15 @@ async function run(seed: number, opts: BrokerSimOptions, trace: string[] | null,
         result.lostAsyncAcks++;
       }
       // What the queue lost will be written again at the same offsets: consumers step back there.
-      for (const c of consumers) if (c.topic === topic) c.next = c.next.map((n, q) => Math.min(n, ends[q]!));
+      for (const c of consumers) {
+        if (c.topic !== topic) continue;
+        c.next = c.next.map((n, q) => Math.min(n, ends[q]!));
+        // Skipped offsets at or past a queue's recovered end held messages that are gone.
+        for (const key of [...c.skipped]) {
+          const [q, off] = key.split("@").map(Number);
+          if (off! >= ends[q!]!) c.skipped.delete(key);
+        }
+      }
     }
   };
   const crash = async (): Promise<void> => {
@@ -438,8 +468,9 @@ async function run(seed: number, opts: BrokerSimOptions, trace: string[] | null,
     if (r < 0.45) send();
     else if (r < 0.85) await sim.advance(rng.int(1, 300));
     else if (r < 0.85 + pCrash) await crash();
-    else if (r < 0.85 + pCrash + 0.003) await cleanRestart();
+    else if (r < 0.85 + pCrash + pRestart) await cleanRestart();
     else await sim.advance(rng.int(0, 20));
+    stopOnFailure();
   }
 
   // Quiet: no sends, no faults; every consumer must reach the end of each of its queues.
@@ -450,10 +481,12 @@ async function run(seed: number, opts: BrokerSimOptions, trace: string[] | null,
       const ends = queueEnds(b, c.topic);
       return c.next.every((n, q) => n === ends[q]);
     });
-  if (!(await sim.until(caughtUp, 120_000, 50)))
-    fail(`consumers did not catch up: ${JSON.stringify(consumers.map((c) => [c.group, c.next, queueEnds(b, c.topic)]))}`);
+  const done = await sim.until(() => broken !== null || caughtUp(), 120_000, 50);
+  stopOnFailure();
+  if (!done) fail(`consumers did not catch up: ${JSON.stringify(consumers.map((c) => [c.group, c.next, queueEnds(b, c.topic)]))}`);
   // The last answers schedule one more pull each (≤ 200 ms later): it commits where the consumer stands.
   await sim.advance(500);
+  stopOnFailure();
   checkEnd(b);
   result.simulatedMs = sim.now - SIM_EPOCH_MS;
   for (const p of [...producers, consumerClient, admin]) await p.close();
