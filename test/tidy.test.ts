@@ -92,12 +92,11 @@ function duplicateDefinitions(files: Map<string, string>): [string, string[]][] 
 const FUNCTION_LINES_MAX = 70;
 
 /**
- * Functions longer than FUNCTION_LINES_MAX when the rule came in (10 then), by `file#Class.name`.
+ * Functions longer than FUNCTION_LINES_MAX (10 when the rule came in, 5 now), by `file#Class.name`.
  * The list only shrinks: an entry that is short now, or gone, fails the test until it is removed.
  * Hot-path decoders and the store's put/get loops stay whole on purpose, for now.
  */
 const LONG_FUNCTION_EXCEPTIONS = new Set([
-  "src/broker/broker.ts#BrokerController.start",
   "src/commitlog/message-store.ts#MessageStore.putMessages",
   "src/broker/processors/send-message.ts#SendMessageProcessor.#send",
   "src/commitlog/message-store.ts#MessageStore.getMessage",

@@ -6,9 +6,11 @@
  */
 import { networkInterfaces } from "node:os";
 import type { Config } from "../config/schema.ts";
+import { nowOf, systemClock, type Clock, type TimerHandle } from "../common/clock.ts";
 import { scope, type Logger } from "../common/log.ts";
 import { MessageConst, parseProperties, SysFlag, tagsHashCode, transactionType, type DecodedRecord } from "../common/message-record.ts";
 import { MessageStore, parseHostAddress, type StoreRuntimeOptions } from "../commitlog/index.ts";
+import type { StoreDisk } from "../commitlog/disk.ts";
 import { ConsumerOffsetManager, DelayOffsetManager, SubscriptionGroupManager, TopicConfigManager } from "./metadata.ts";
 import { type TopicConfig } from "../protocol/topics.ts";
 import {
@@ -22,10 +24,11 @@ import {
   type RequestProcessor,
   type RequestStatsSnapshot,
 } from "../remoting/index.ts";
+import type { RemotingNetwork } from "../remoting/transport.ts";
 import { ConsumerManager, ProducerManager, type ClientChannel } from "./client-manager.ts";
 import type { BrokerContext, BrokerSettings } from "./context.ts";
 import type { BrokerRole } from "../protocol/broker-config.ts";
-import { HAClient, HAService, type HAClientStatus, type SlaveStatus } from "../ha/index.ts";
+import { HAClient, HAService, type HaTransport, type HAClientStatus, type SlaveStatus } from "../ha/index.ts";
 import { PullRequestHoldService } from "./long-polling.ts";
 import { BrokerStats } from "./stats.ts";
 import { NamesrvRegistration } from "./namesrv-registration.ts";
@@ -52,7 +55,18 @@ export interface BrokerOptions {
   broker: Config["broker"];
   store: Config["store"];
   remoting: Config["remoting"];
-  now?: () => number;
+  /**
+   * The seams of docs/CONVENTIONS.md §6, for the in-process fixture (src/broker/test-support.ts)
+   * and test/sim; production passes none of them. `clock`: the time and every timer of the broker
+   * and its store (default the system clock). `network`: the remoting sockets — listen and VIP
+   * ports, name servers, a slave's master (default TCP). `haTransport`: the HA link (default TCP).
+   * `disk`: the store's files (default the real disk; the metadata files stay on the real disk
+   * under store.dir).
+   */
+  clock?: Clock;
+  network?: RemotingNetwork;
+  haTransport?: HaTransport;
+  disk?: StoreDisk;
   /** GET_BROKER_CONFIG / UPDATE_BROKER_CONFIG (without it both answer REQUEST_CODE_NOT_SUPPORTED). */
   configAccess?: BrokerConfigAccess;
 }
@@ -121,6 +135,7 @@ export interface BrokerInfo {
 export class BrokerController {
   readonly #o: BrokerOptions;
   readonly #log: Logger = scope("broker");
+  readonly #clock: Clock;
   readonly #now: () => number;
   readonly #server: RemotingServer;
   readonly #vipServer: RemotingServer;
@@ -130,7 +145,7 @@ export class BrokerController {
   #registration: NamesrvRegistration | null = null;
   #schedule: ScheduleMessageService | null = null;
   #tx: TransactionalMessageService | null = null;
-  #timers: ReturnType<typeof setInterval>[] = [];
+  #timers: TimerHandle[] = [];
   #ports = { listen: 0, vip: 0, ha: 0 };
   readonly #ha: HAService;
   #haClient: HAClient | null = null;
@@ -141,17 +156,19 @@ export class BrokerController {
   #earlySyncAt = 0;
   /** Values a reload may change after start, read where they are used. */
   readonly #live: { haSlaveTimeoutMs: number; channelExpiredMs: number };
-  #expiryTimer: ReturnType<typeof setInterval> | null = null;
+  #expiryTimer: TimerHandle | null = null;
 
   constructor(o: BrokerOptions) {
     this.#o = o;
-    this.#now = o.now ?? Date.now;
+    this.#clock = o.clock ?? systemClock;
+    this.#now = nowOf(this.#clock);
     this.#live = { haSlaveTimeoutMs: o.broker.haSlaveTimeoutMs, channelExpiredMs: o.broker.channelExpiredMs };
     const serverOpts = {
       host: o.broker.listen.host,
       frameSizeMaxBytes: o.remoting.frameSizeMaxBytes,
       connectionBufferMaxBytes: o.remoting.connectionBufferMaxBytes,
       hooks: [this.#requestStats],
+      network: o.network,
     };
     this.#server = new RemotingServer({ ...serverOpts, port: o.broker.listen.port, log: scope("broker-remoting") });
     // With an ephemeral listen port the VIP channel gets its own ephemeral port.
@@ -160,7 +177,7 @@ export class BrokerController {
       port: o.broker.listen.port === 0 ? 0 : o.broker.listen.port - 2,
       log: scope("broker-vip"),
     });
-    this.#client = new RemotingClient({ ...REMOTING_CLIENT_DEFAULTS, log: scope("broker-outer") });
+    this.#client = new RemotingClient({ ...REMOTING_CLIENT_DEFAULTS, log: scope("broker-outer"), network: o.network });
     this.#ha = new HAService({
       host: o.broker.listen.host,
       port: o.broker.listen.port === 0 ? 0 : o.broker.listen.port + 1,
@@ -169,6 +186,8 @@ export class BrokerController {
       idleTimeoutMs: 20_000,
       slaveFallbehindMaxBytes: 256 * 1024 * 1024,
       log: scope("ha"),
+      transport: o.haTransport,
+      clock: this.#clock,
     });
   }
 
@@ -209,29 +228,47 @@ export class BrokerController {
    * services. Call after bind(). Throws if the store cannot be opened.
    */
   start(namesrvAddr: string[] = this.#o.broker.namesrvAddr): void {
-    const o = this.#o;
-    const dir = o.store.dir;
-    const settings: BrokerSettings = {
-      clusterName: o.broker.brokerClusterName,
-      brokerName: o.broker.brokerName,
-      brokerId: o.broker.brokerId,
-      brokerRole: o.broker.brokerRole,
+    const settings = this.#settings();
+    // Built before the store opens: recovery dispatch needs its tag codes (due times).
+    const schedule = this.#buildSchedule();
+    const store = this.#openStore(settings, schedule);
+    const ctx = this.#buildContext(settings, store, this.#loadMetadata());
+    this.#ctx = ctx;
+    const tx = this.#buildTransactions(ctx, schedule);
+    this.#registerProcessors(ctx, schedule, tx);
+    this.#startServices(ctx, schedule, tx);
+    this.#startRegistration(ctx, namesrvAddr);
+  }
+
+  #settings(): BrokerSettings {
+    const b = this.#o.broker;
+    return {
+      clusterName: b.brokerClusterName,
+      brokerName: b.brokerName,
+      brokerId: b.brokerId,
+      brokerRole: b.brokerRole,
       brokerAddr: this.brokerAddr,
       storeHost: parseHostAddress(this.brokerAddr),
-      autoCreateTopicEnable: o.broker.autoCreateTopicEnable,
+      autoCreateTopicEnable: b.autoCreateTopicEnable,
       autoCreateSubscriptionGroup: true,
-      defaultTopicQueueNums: o.broker.defaultTopicQueueNums,
-      maxMessageSizeBytes: o.broker.maxMessageSizeBytes,
+      defaultTopicQueueNums: b.defaultTopicQueueNums,
+      maxMessageSizeBytes: b.maxMessageSizeBytes,
       regionId: "DefaultRegion",
       traceOn: true,
-      pullHoldMaxMs: o.broker.pullHoldMaxMs,
-      slaveReadEnable: o.broker.slaveReadEnable,
-      enablePropertyFilter: o.broker.enablePropertyFilter,
+      pullHoldMaxMs: b.pullHoldMaxMs,
+      slaveReadEnable: b.slaveReadEnable,
+      enablePropertyFilter: b.enablePropertyFilter,
     };
-    // Built before the store opens: recovery dispatch needs its tag codes (due times).
-    const levels = parseDelayLevels(o.broker.messageDelayLevel);
+  }
+
+  #buildSchedule(): ScheduleMessageService {
+    const levels = parseDelayLevels(this.#o.broker.messageDelayLevel);
     if ("invalid" in levels) throw new Error(`broker.messageDelayLevel: ${levels.invalid}`);
-    const schedule = new ScheduleMessageService({ levelDelaysMs: levels, now: this.#now, log: scope("schedule") });
+    return new ScheduleMessageService({ levelDelaysMs: levels, clock: this.#clock, log: scope("schedule") });
+  }
+
+  #openStore(settings: BrokerSettings, schedule: ScheduleMessageService): MessageStore {
+    const o = this.#o;
     const store = MessageStore.open({
       ...o.store,
       segmentBytes: o.store.commitLogSegmentBytes,
@@ -239,33 +276,51 @@ export class BrokerController {
       readOnly: o.broker.brokerRole === "SLAVE",
       maxMessageSizeBytes: o.broker.maxMessageSizeBytes,
       tagsCodeFor: schedule.tagsCodeFor,
+      clock: this.#clock,
+      ...(o.disk ? { disk: o.disk } : {}),
     });
     for (const p of store.recovery?.problems ?? []) this.#log.warn(`store recovery: ${p}`);
-    const topics = new TopicConfigManager({ dir, now: this.#now });
-    const consumerOffsets = new ConsumerOffsetManager({ dir, now: this.#now });
-    const delayOffsets = new DelayOffsetManager({ dir, now: this.#now });
-    const groups = new SubscriptionGroupManager({ dir, now: this.#now });
+    return store;
+  }
+
+  /** topics.json, consumerOffset.json, delayOffset.json, subscriptionGroup.json, and the system topics. */
+  #loadMetadata(): Pick<BrokerContext, "topics" | "consumerOffsets" | "delayOffsets" | "groups"> {
+    const b = this.#o.broker;
+    const dir = this.#o.store.dir;
+    const now = this.#now;
+    const topics = new TopicConfigManager({ dir, now });
+    const consumerOffsets = new ConsumerOffsetManager({ dir, now });
+    const delayOffsets = new DelayOffsetManager({ dir, now });
+    const groups = new SubscriptionGroupManager({ dir, now });
     for (const m of [topics, consumerOffsets, delayOffsets, groups]) for (const p of m.load()) this.#log.warn(`metadata: ${p}`);
     topics.ensureSystemTopics({
-      clusterName: o.broker.brokerClusterName,
-      brokerName: o.broker.brokerName,
-      autoCreateTopicEnable: o.broker.autoCreateTopicEnable,
-      defaultTopicQueueNums: o.broker.defaultTopicQueueNums,
+      clusterName: b.brokerClusterName,
+      brokerName: b.brokerName,
+      autoCreateTopicEnable: b.autoCreateTopicEnable,
+      defaultTopicQueueNums: b.defaultTopicQueueNums,
     });
     ensureScheduleTopic(topics);
+    return { topics, consumerOffsets, delayOffsets, groups };
+  }
 
-    const hold = new PullRequestHoldService({ holdMaxMs: settings.pullHoldMaxMs, checkIntervalMs: 500, maxHeldPerConnection: 4096, now: this.#now });
-    const consumers = new ConsumerManager((group, members) => this.#notifyConsumerIdsChanged(group, members));
-    const producers = new ProducerManager();
-    const ctx: BrokerContext = {
+  #buildContext(
+    settings: BrokerSettings,
+    store: MessageStore,
+    meta: Pick<BrokerContext, "topics" | "consumerOffsets" | "delayOffsets" | "groups">,
+  ): BrokerContext {
+    const hold = new PullRequestHoldService({
+      holdMaxMs: settings.pullHoldMaxMs,
+      checkIntervalMs: 500,
+      maxHeldPerConnection: 4096,
+      clock: this.#clock,
+    });
+    const { topics } = meta;
+    return {
       settings,
       store,
-      topics,
-      consumerOffsets,
-      delayOffsets,
-      groups,
-      consumers,
-      producers,
+      ...meta,
+      consumers: new ConsumerManager((group, members) => this.#notifyConsumerIdsChanged(group, members)),
+      producers: new ProducerManager(),
       hold,
       stats: new BrokerStats({ now: this.#now }),
       log: this.#log,
@@ -290,20 +345,27 @@ export class BrokerController {
         return cfg;
       },
     };
-    this.#ctx = ctx;
+  }
+
+  #buildTransactions(ctx: BrokerContext, schedule: ScheduleMessageService): TransactionalMessageService {
+    const o = this.#o;
     const tx = new TransactionalMessageService(
       {
         checkIntervalMs: o.broker.transactionCheckIntervalMs,
         transactionTimeOutMs: o.broker.transactionTimeOutMs,
         transactionCheckMax: o.broker.transactionCheckMax,
         maxAgeMs: o.store.fileReservedTimeHours * 3_600_000,
+        clock: this.#clock,
       },
       scope("transaction"),
       (req, props) => schedule.divert(req, props),
     );
     tx.attach(ctx);
     this.#tx = tx;
+    return tx;
+  }
 
+  #registerProcessors(ctx: BrokerContext, schedule: ScheduleMessageService, tx: TransactionalMessageService): void {
     const processors: [readonly number[], RequestProcessor][] = [
       [SendMessageProcessor.CODES, new SendMessageProcessor(ctx, schedule, tx)],
       [ReplyMessageProcessor.CODES, new ReplyMessageProcessor(ctx)],
@@ -313,7 +375,7 @@ export class BrokerController {
       [ConsumerManageProcessor.CODES, new ConsumerManageProcessor(ctx)],
       [TopicAdminProcessor.CODES, new TopicAdminProcessor(ctx)],
       [QueryMessageProcessor.CODES, new QueryMessageProcessor(ctx)],
-      [AdminProcessor.CODES, new AdminProcessor(ctx, ctx.stats, undefined, o.configAccess)],
+      [AdminProcessor.CODES, new AdminProcessor(ctx, ctx.stats, undefined, this.#o.configAccess)],
       [BrokerToClientProcessor.CODES, new BrokerToClientProcessor(ctx)],
     ];
     for (const [codes, p] of processors) {
@@ -326,19 +388,26 @@ export class BrokerController {
     }
     for (const s of [this.#server, this.#vipServer]) {
       s.onConnectionClose((conn) => {
-        consumers.onConnectionClosed(conn);
-        producers.onConnectionClosed(conn);
+        ctx.consumers.onConnectionClosed(conn);
+        ctx.producers.onConnectionClosed(conn);
       });
     }
-    hold.start();
+  }
+
+  /** Long polling, replication, delayed delivery, transaction check-backs, client expiry, offset persistence. */
+  #startServices(ctx: BrokerContext, schedule: ScheduleMessageService, tx: TransactionalMessageService): void {
+    ctx.hold.start();
     this.#startReplication(ctx);
     this.#schedule = schedule;
-    if (o.broker.brokerRole !== "SLAVE") schedule.start(ctx);
+    if (this.#o.broker.brokerRole !== "SLAVE") schedule.start(ctx);
     // Check-backs come from the master only; a slave's half queue is a replica.
     tx.start();
     this.#startExpiryScan();
-    this.#timers.push(setInterval(() => void this.#persistOffsetsAsync(), 5000));
+    this.#timers.push(this.#clock.setInterval(() => void this.#persistOffsetsAsync(), 5000));
+  }
 
+  #startRegistration(ctx: BrokerContext, namesrvAddr: string[]): void {
+    const o = this.#o;
     this.#registration = new NamesrvRegistration({
       client: this.#client,
       namesrvs: namesrvAddr,
@@ -349,9 +418,10 @@ export class BrokerController {
         brokerId: o.broker.brokerId,
         haServerAddr: `${this.#advertisedIp()}:${this.#ports.ha}`,
       },
-      topics: () => topics.wrapper(),
+      topics: () => ctx.topics.wrapper(),
       periodMs: o.broker.registerNameServerPeriodMs,
       log: this.#log,
+      clock: this.#clock,
       onResult: (r) => {
         // A name server that does not list the master (it died, or this name server has not
         // heard from it yet) leaves the last known addresses in place: the HA client keeps
@@ -371,9 +441,9 @@ export class BrokerController {
   /** Closes producer/consumer connections silent for channelExpiredMs (restarted when that changes). */
   #startExpiryScan(): void {
     const ctx = this.#need();
-    if (this.#expiryTimer) clearInterval(this.#expiryTimer);
+    if (this.#expiryTimer) this.#clock.clearInterval(this.#expiryTimer);
     const expiredMs = this.#live.channelExpiredMs;
-    this.#expiryTimer = setInterval(
+    this.#expiryTimer = this.#clock.setInterval(
       () => {
         const now = this.#now();
         for (const c of [...ctx.consumers.scanExpired(now, expiredMs), ...ctx.producers.scanExpired(now, expiredMs)]) c.close();
@@ -454,7 +524,8 @@ export class BrokerController {
       reconnectMs: 1000,
       log: scope("ha-client"),
       onRecords: (records) => this.#onReplicated(ctx, records),
-      now: this.#now,
+      clock: this.#clock,
+      transport: o.haTransport,
     });
     this.#haClient.start();
     const sync = new SlaveSynchronize({
@@ -465,12 +536,13 @@ export class BrokerController {
       delayOffsets: ctx.delayOffsets,
       groups: ctx.groups,
       log: this.#log,
+      now: this.#now,
     });
     this.#slaveSync = sync;
     const haClient = this.#haClient;
     this.#timers.push(
-      setInterval(() => void sync.syncAll(), SLAVE_SYNC_INTERVAL_MS),
-      setInterval(() => {
+      this.#clock.setInterval(() => void sync.syncAll(), SLAVE_SYNC_INTERVAL_MS),
+      this.#clock.setInterval(() => {
         void sync.masterMaxOffset().then((max) => {
           if (max !== undefined) haClient.noteMasterMaxOffset(max);
         });
@@ -537,12 +609,13 @@ export class BrokerController {
   /** Clean stop: unregister, answer parked pulls, stop serving, persist, flush and close the store. */
   async stop(): Promise<void> {
     await this.#registration?.unregisterAll();
-    for (const t of this.#timers) clearInterval(t);
+    for (const t of this.#timers) this.#clock.clearInterval(t);
     this.#timers = [];
-    if (this.#expiryTimer) clearInterval(this.#expiryTimer);
+    if (this.#expiryTimer) this.#clock.clearInterval(this.#expiryTimer);
     this.#expiryTimer = null;
     this.#ctx?.hold.stop();
-    // Let the answers to parked pulls leave before the connections close.
+    // Let the answers to parked pulls leave before the connections close (an event-loop turn, not
+    // a time: it runs on the real loop whatever the clock).
     await new Promise((r) => setTimeout(r, 0));
     this.#haClient?.stop();
     this.#ha.stop();

@@ -7,6 +7,7 @@
  * never run: its `drop` is called instead, so that the request's answer (the processor's Promise,
  * which the request pipeline waits for) settles with no response.
  */
+import { nowOf, systemClock, type Clock, type TimerHandle } from "../common/clock.ts";
 import type { RemotingConnection } from "../remoting/index.ts";
 
 export interface HeldPull {
@@ -26,6 +27,8 @@ export interface HoldOptions {
   checkIntervalMs: number;
   maxHeldPerConnection: number;
   now?: () => number;
+  /** The timeout scan's timer and (unless `now` is given) the time; default the system clock. */
+  clock?: Clock;
 }
 
 export class PullRequestHoldService {
@@ -35,12 +38,14 @@ export class PullRequestHoldService {
   readonly #perConn = new Map<RemotingConnection, number>();
   /** Connections we already listen to for close (one listener each, however often they park). */
   readonly #watched = new WeakSet<RemotingConnection>();
-  #timer: ReturnType<typeof setInterval> | null = null;
+  readonly #clock: Clock;
+  #timer: TimerHandle | null = null;
 
   constructor(o: HoldOptions) {
     // A copy: setHoldMaxMs() changes it.
     this.#o = { ...o };
-    this.#now = o.now ?? Date.now;
+    this.#clock = o.clock ?? systemClock;
+    this.#now = o.now ?? nowOf(this.#clock);
   }
 
   /** Config reload: pulls parked from now on are held at most this long (those parked keep their deadline). */
@@ -49,11 +54,11 @@ export class PullRequestHoldService {
   }
 
   start(): void {
-    this.#timer ??= setInterval(() => this.checkTimeouts(), this.#o.checkIntervalMs);
+    this.#timer ??= this.#clock.setInterval(() => this.checkTimeouts(), this.#o.checkIntervalMs);
   }
 
   stop(): void {
-    if (this.#timer) clearInterval(this.#timer);
+    if (this.#timer) this.#clock.clearInterval(this.#timer);
     this.#timer = null;
     // Answer everything still parked so no client waits for a reply that never comes.
     const all = [...this.#held.values()].flat();

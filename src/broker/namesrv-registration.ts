@@ -4,6 +4,7 @@
  * at shutdown. One long-lived connection per name server, because a name server treats the
  * close of that connection as "broker gone".
  */
+import { systemClock, type Clock, type TimerHandle } from "../common/clock.ts";
 import { jsonBytes, parseJsonBytes } from "../common/json.ts";
 import type { Logger } from "../common/log.ts";
 import { createRequest, RemotingClient, RequestCode, ResponseCode } from "../remoting/index.ts";
@@ -37,8 +38,9 @@ export class NamesrvRegistration {
   readonly #log: Logger;
   #periodMs: number;
   readonly #onResult: (r: RegisterResult) => void;
-  #timer: ReturnType<typeof setInterval> | null = null;
-  #pending: ReturnType<typeof setTimeout> | null = null;
+  readonly #clock: Clock;
+  #timer: TimerHandle | null = null;
+  #pending: TimerHandle | null = null;
   #lastSuccessAt = 0;
   /** Set by unregisterAll: nothing registers again (a late topic change must not undo the leave). */
   #stopped = false;
@@ -51,7 +53,10 @@ export class NamesrvRegistration {
     periodMs: number;
     log: Logger;
     onResult?: (r: RegisterResult) => void;
+    /** Default: the system clock. */
+    clock?: Clock;
   }) {
+    this.#clock = o.clock ?? systemClock;
     this.#client = o.client;
     this.#namesrvs = [...o.namesrvs];
     this.#id = o.identity;
@@ -63,7 +68,7 @@ export class NamesrvRegistration {
 
   start(): void {
     void this.registerAll();
-    this.#timer ??= setInterval(() => void this.registerAll(), this.#periodMs);
+    this.#timer ??= this.#clock.setInterval(() => void this.registerAll(), this.#periodMs);
   }
 
   get namesrvs(): readonly string[] {
@@ -75,8 +80,8 @@ export class NamesrvRegistration {
     if (ms === this.#periodMs) return;
     this.#periodMs = ms;
     if (this.#timer && !this.#stopped) {
-      clearInterval(this.#timer);
-      this.#timer = setInterval(() => void this.registerAll(), this.#periodMs);
+      this.#clock.clearInterval(this.#timer);
+      this.#timer = this.#clock.setInterval(() => void this.registerAll(), this.#periodMs);
     }
   }
 
@@ -107,7 +112,7 @@ export class NamesrvRegistration {
   /** Topics changed: register again shortly (changes made together ride on one registration). */
   topicsChanged(): void {
     if (this.#pending || this.#stopped) return;
-    this.#pending = setTimeout(() => {
+    this.#pending = this.#clock.setTimeout(() => {
       this.#pending = null;
       void this.registerAll();
     }, 20);
@@ -153,7 +158,7 @@ export class NamesrvRegistration {
       }),
     );
     for (const r of results) {
-      if (r.ok) this.#lastSuccessAt = Date.now();
+      if (r.ok) this.#lastSuccessAt = this.#clock.now();
       else this.#log.rateLimited("warn", `register-${r.namesrv}`, `register to name server ${r.namesrv} failed: ${r.error}`, 30_000);
       this.#onResult(r);
     }
@@ -163,8 +168,8 @@ export class NamesrvRegistration {
   /** Stops the timer and tells every name server we are leaving (best effort, bounded). */
   async unregisterAll(timeoutMs = 3000): Promise<void> {
     this.#stopped = true;
-    if (this.#timer) clearInterval(this.#timer);
-    if (this.#pending) clearTimeout(this.#pending);
+    if (this.#timer) this.#clock.clearInterval(this.#timer);
+    if (this.#pending) this.#clock.clearTimeout(this.#pending);
     this.#timer = this.#pending = null;
     await this.#unregisterFrom(this.#namesrvs, timeoutMs);
   }

@@ -19,16 +19,20 @@ export interface SlaveSyncDeps {
   delayOffsets: DelayOffsetManager;
   groups: SubscriptionGroupManager;
   log: Logger;
+  /** Default Date.now. */
+  now?: () => number;
 }
 
 export class SlaveSynchronize {
   readonly #d: SlaveSyncDeps;
+  readonly #now: () => number;
   #lastSyncAt = 0;
   #polling = false;
   #round: Promise<boolean> | null = null;
 
   constructor(d: SlaveSyncDeps) {
     this.#d = d;
+    this.#now = d.now ?? Date.now;
   }
 
   get lastSyncAt(): number {
@@ -66,7 +70,7 @@ export class SlaveSynchronize {
         );
       }
     }
-    if (ok) this.#lastSyncAt = Date.now();
+    if (ok) this.#lastSyncAt = this.#now();
     return ok;
   }
 

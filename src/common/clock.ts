@@ -26,3 +26,8 @@ export const systemClock: Clock = {
   setInterval: (fn, ms) => setInterval(fn, ms),
   clearInterval: (t) => clearInterval(t as RuntimeTimer),
 };
+
+/** `clock.now` as a plain function to hand around (the system clock's is Date.now itself). */
+export function nowOf(clock: Clock): () => number {
+  return clock === systemClock ? Date.now : () => clock.now();
+}

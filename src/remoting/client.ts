@@ -7,7 +7,7 @@
 import type { Logger } from "../common/log.ts";
 import type { RemotingCommand } from "./command.ts";
 import { RemotingClosedError, RemotingConnection } from "./connection.ts";
-import { chunksAreOwned, connectSocket } from "./transport.ts";
+import { chunksAreOwned, connectSocket, type RemotingNetwork } from "./transport.ts";
 
 export interface RemotingClientOptions {
   frameSizeMaxBytes: number;
@@ -15,6 +15,8 @@ export interface RemotingClientOptions {
   connectTimeoutMs: number;
   log: Logger;
   onRequest?: (conn: RemotingConnection, cmd: RemotingCommand) => void;
+  /** Default: real sockets (Bun.connect or node:net); tests and test/sim pass in-memory ones. */
+  network?: RemotingNetwork;
 }
 
 export const REMOTING_CLIENT_DEFAULTS = {
@@ -93,12 +95,14 @@ export class RemotingClient {
     const { host, port } = splitHostPort(addr);
     const opts = this.#opts;
     let conn: RemotingConnection | undefined;
-    const connecting = connectSocket(host, port, {
+    const net = opts.network;
+    const connect = net ? net.connect.bind(net) : connectSocket;
+    const connecting = connect(host, port, {
       open: (socket) => {
         conn = new RemotingConnection(socket, {
           frameSizeMaxBytes: opts.frameSizeMaxBytes,
           connectionBufferMaxBytes: opts.connectionBufferMaxBytes,
-          chunksOwned: chunksAreOwned,
+          chunksOwned: net ? net.chunksOwned : chunksAreOwned,
           log: opts.log,
           onRequest: opts.onRequest ?? (() => {}),
         });

@@ -13,6 +13,7 @@ import { RemotingConnection } from "./connection.ts";
 import { RequestPipeline, type RequestHook } from "./pipeline.ts";
 import type { ProcessResult, RequestProcessor } from "./processor.ts";
 import { ResponseCode } from "./response-code.ts";
+import type { RemotingListener, RemotingNetwork, SocketLike } from "./transport.ts";
 
 export interface RemotingServerOptions {
   host: string;
@@ -22,6 +23,8 @@ export interface RemotingServerOptions {
   log: Logger;
   /** The request pipeline, in order (./pipeline.ts). */
   hooks?: readonly RequestHook[];
+  /** Default: Bun.listen on host:port; the in-process broker fixture and test/sim pass in-memory sockets. */
+  network?: RemotingNetwork;
 }
 
 /**
@@ -47,7 +50,7 @@ export class RemotingServer {
   readonly #processors = new Map<number, RequestProcessor>();
   readonly #connections = new Set<RemotingConnection>();
   readonly #closeListeners: ((conn: RemotingConnection) => void)[] = [];
-  #listener: TCPSocketListener<RemotingConnection | undefined> | null = null;
+  #listener: TCPSocketListener<RemotingConnection | undefined> | RemotingListener | null = null;
   #received = 0;
   #gcRequestedAt = 0;
 
@@ -85,6 +88,14 @@ export class RemotingServer {
   /** Binds the port; throws (e.g. EADDRINUSE) without leaving anything behind. */
   start(): number {
     const opts = this.#opts;
+    const net = opts.network;
+    if (net) {
+      this.#listener = net.listen(opts.host, opts.port, (socket) => {
+        const conn = this.#accept(socket, net.chunksOwned);
+        return { data: (chunk) => conn.handleData(chunk), drain: () => conn.handleDrain(), close: () => conn.handleClosed() };
+      });
+      return this.#listener.port;
+    }
     this.#listener = Bun.listen<RemotingConnection | undefined>({
       hostname: opts.host,
       port: opts.port,
@@ -92,20 +103,8 @@ export class RemotingServer {
         binaryType: "uint8array",
         open: (socket) => {
           socket.setNoDelay(true);
-          const conn = new RemotingConnection(socket, {
-            frameSizeMaxBytes: opts.frameSizeMaxBytes,
-            connectionBufferMaxBytes: opts.connectionBufferMaxBytes,
-            // Bun.listen: every read arrives in a fresh buffer (transport.test.ts).
-            chunksOwned: true,
-            log: opts.log,
-            onRequest: (c, cmd) => this.#dispatch(c, cmd),
-          });
-          socket.data = conn;
-          this.#connections.add(conn);
-          conn.onClose((c) => {
-            this.#connections.delete(c);
-            for (const l of this.#closeListeners) l(c);
-          });
+          // Bun.listen: every read arrives in a fresh buffer (transport.test.ts).
+          socket.data = this.#accept(socket, true);
         },
         data: (socket, chunk) => {
           this.#received += chunk.length;
@@ -130,8 +129,26 @@ export class RemotingServer {
     return this.#listener.port;
   }
 
+  #accept(socket: SocketLike, chunksOwned: boolean): RemotingConnection {
+    const opts = this.#opts;
+    const conn = new RemotingConnection(socket, {
+      frameSizeMaxBytes: opts.frameSizeMaxBytes,
+      connectionBufferMaxBytes: opts.connectionBufferMaxBytes,
+      chunksOwned,
+      log: opts.log,
+      onRequest: (c, cmd) => this.#dispatch(c, cmd),
+    });
+    this.#connections.add(conn);
+    conn.onClose((c) => {
+      this.#connections.delete(c);
+      for (const l of this.#closeListeners) l(c);
+    });
+    return conn;
+  }
+
   stop(): void {
     for (const c of [...this.#connections]) c.close();
+    // Bun's listener: true also closes the accepted sockets (closed above already).
     this.#listener?.stop(true);
     this.#listener = null;
   }

@@ -1,5 +1,6 @@
 /**
- * Helpers shared by the remoting tests (imported only by *.test.ts and header-codec.suite.ts).
+ * Helpers shared by the remoting tests (imported only by *.test.ts, header-codec.suite.ts and the
+ * broker's in-process fixture, which runs on MemNetwork).
  *
  * The byte builders here write big-endian integers and UTF-8 strings by hand, so tests can build
  * frames straight from the documented layout (docs/PROTOCOL.md §1.1 and §1.7) without going through
@@ -7,6 +8,7 @@
  */
 import { parseHexFixture } from "../../test/harness/fuzz.ts";
 import type { Logger, LogLevel } from "../common/log.ts";
+import type { AcceptedSocketEvents, RemotingListener, RemotingNetwork, SocketEvents, SocketLike } from "./transport.ts";
 
 const utf8Encoder = new TextEncoder();
 
@@ -91,4 +93,98 @@ export function recordingLogger(): Logger & { lines: LogLine[] } {
     error: (msg) => lines.push({ level: "error", msg }),
     rateLimited: (level, _key, msg) => lines.push({ level, msg }),
   };
+}
+
+/** One end of an in-memory connection: a write reaches the peer in a later microtask, in order. */
+class MemSocket implements SocketLike {
+  readonly remoteAddress: string;
+  readonly remotePort: number;
+  peer!: MemSocket;
+  events: AcceptedSocketEvents | null = null;
+  closed = false;
+  #closeReported = false;
+
+  constructor(remoteAddress: string, remotePort: number) {
+    this.remoteAddress = remoteAddress;
+    this.remotePort = remotePort;
+  }
+
+  write(data: Uint8Array): number {
+    if (this.closed) return -1;
+    // Copy: the connection reuses its output buffer once write returns (the kernel copies too).
+    // Not data.slice(): the connection writes a Buffer, and Buffer's slice is a view.
+    const copy = new Uint8Array(data);
+    const peer = this.peer;
+    queueMicrotask(() => {
+      if (!peer.closed) peer.events?.data(copy);
+    });
+    return data.length;
+  }
+
+  end(): void {
+    if (this.closed) return;
+    this.closed = true;
+    // What was written before still arrives (microtasks keep order), then the peer hears the close.
+    queueMicrotask(() => this.peer.reportClose());
+    queueMicrotask(() => this.reportClose());
+  }
+
+  reportClose(): void {
+    if (this.#closeReported) return;
+    this.#closeReported = true;
+    this.closed = true;
+    this.events?.close();
+  }
+}
+
+/**
+ * In-memory sockets for RemotingServer and RemotingClient (docs/CONVENTIONS.md §6): listeners by
+ * "host:port" (port 0 gets the next free one), no delays, no faults, every write taken whole.
+ * `kill(port)` drops a listener and its connections at once, as a crashed process would.
+ */
+export class MemNetwork implements RemotingNetwork {
+  readonly chunksOwned = true;
+  readonly #listeners = new Map<string, { accept: (s: SocketLike) => AcceptedSocketEvents; sockets: Set<MemSocket> }>();
+  #nextPort = 20000;
+
+  listen(host: string, port: number, accept: (s: SocketLike) => AcceptedSocketEvents): RemotingListener {
+    const p = port === 0 ? this.#nextPort++ : port;
+    const key = `${host}:${p}`;
+    if (this.#listeners.has(key)) throw Object.assign(new Error(`${key} is already in use`), { code: "EADDRINUSE" });
+    const entry = { accept, sockets: new Set<MemSocket>() };
+    this.#listeners.set(key, entry);
+    return {
+      port: p,
+      stop: () => {
+        if (this.#listeners.get(key) === entry) this.#listeners.delete(key);
+        for (const s of entry.sockets) s.end();
+      },
+    };
+  }
+
+  connect(host: string, port: number, ev: SocketEvents): Promise<SocketLike> {
+    const l = this.#listeners.get(`${host}:${port}`);
+    if (!l) return Promise.reject(Object.assign(new Error(`connect ECONNREFUSED ${host}:${port}`), { code: "ECONNREFUSED" }));
+    const client = new MemSocket(host, port);
+    const server = new MemSocket("127.0.0.1", this.#nextPort++);
+    client.peer = server;
+    server.peer = client;
+    client.events = ev;
+    l.sockets.add(server);
+    server.events = l.accept(server);
+    ev.open(client);
+    return Promise.resolve(client);
+  }
+
+  /** The process behind `host:port` died: its listener and its sockets go, peers hear a reset. */
+  kill(host: string, port: number): void {
+    const l = this.#listeners.get(`${host}:${port}`);
+    if (!l) return;
+    this.#listeners.delete(`${host}:${port}`);
+    // The dead side runs no more code: its sockets are only marked closed.
+    for (const s of l.sockets) {
+      s.closed = true;
+      s.peer.reportClose();
+    }
+  }
 }

@@ -1,7 +1,9 @@
 /**
  * The few socket operations a RemotingConnection needs, and an outbound connect that works on
  * Bun (native `Bun.connect`) and on Node 20 (`node:net`), so the client library runs on both.
- * The server side always runs on Bun and uses Bun.listen directly.
+ * The server side runs on Bun and uses Bun.listen directly, unless it is given a
+ * `RemotingNetwork` (docs/CONVENTIONS.md §6): the in-process broker fixture and test/sim pass
+ * in-memory sockets, so a broker runs with no port and on simulated time.
  */
 import type { Socket as NetSocket } from "node:net";
 
@@ -21,6 +23,28 @@ export interface SocketEvents {
   data(chunk: Uint8Array): void;
   drain(): void;
   close(): void;
+}
+
+/** The events of an accepted socket (it is open already). */
+export type AcceptedSocketEvents = Omit<SocketEvents, "open">;
+
+export interface RemotingListener {
+  readonly port: number;
+  /** Stops accepting and closes the accepted sockets. */
+  stop(): void;
+}
+
+/**
+ * Sockets other than the real ones, for RemotingServer (listen) and RemotingClient (connect).
+ * Semantics as TCP: bytes in order, cut anywhere; `write` returns what it took (-1 once closed),
+ * the rest waits for `drain`; `close` is reported once.
+ */
+export interface RemotingNetwork {
+  /** Whether a `data` chunk is the receiver's to keep (as `chunksAreOwned` on Bun). */
+  readonly chunksOwned: boolean;
+  listen(host: string, port: number, accept: (socket: SocketLike) => AcceptedSocketEvents): RemotingListener;
+  /** Resolves once connected (after `open` ran); rejects if the connection cannot be made. */
+  connect(host: string, port: number, ev: SocketEvents): Promise<SocketLike>;
 }
 
 const onBun = typeof globalThis.Bun !== "undefined";

@@ -49,7 +49,7 @@ export class ReplyMessageProcessor implements RequestProcessor {
   async process(conn: RemotingConnection, cmd: RemotingCommand): Promise<RemotingCommand> {
     const ctx = this.#ctx;
     const s = ctx.settings;
-    const h = parseSendHeader(cmd);
+    const h = parseSendHeader(cmd, ctx.now);
     const refused = slaveRefusal(s);
     if (refused) return createResponse(cmd, refused.code, refused.remark);
     const bad = validateTopicName(h.topic);

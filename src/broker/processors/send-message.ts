@@ -88,7 +88,7 @@ const V1_TO_V2 = {
  * Reads the send header by long name. The hot path: no copy of extFields into a long-name map,
  * each field is looked up under its one-letter name (V2) and, failing that, its long name.
  */
-export function parseSendHeader(cmd: RemotingCommand): SendHeader {
+export function parseSendHeader(cmd: RemotingCommand, now: () => number = Date.now): SendHeader {
   const ext: ExtFields = cmd.extFields ?? {};
   const v2 = cmd.code !== RequestCode.SEND_MESSAGE;
   const raw = (long: keyof typeof V1_TO_V2): string | undefined => (v2 ? (ext[V1_TO_V2[long]] ?? ext[long]) : ext[long]);
@@ -111,7 +111,7 @@ export function parseSendHeader(cmd: RemotingCommand): SendHeader {
     defaultTopicQueueNums: int("defaultTopicQueueNums") ?? 4,
     queueId,
     sysFlag: int("sysFlag") ?? 0,
-    bornTimestamp: int("bornTimestamp") ?? Date.now(),
+    bornTimestamp: int("bornTimestamp") ?? now(),
     flag: int("flag") ?? 0,
     properties: str("properties") ?? "",
     reconsumeTimes: int("reconsumeTimes") ?? 0,
@@ -165,7 +165,7 @@ export class SendMessageProcessor implements RequestProcessor {
 
   async #send(conn: RemotingConnection, cmd: RemotingCommand): Promise<RemotingCommand> {
     const ctx = this.#ctx;
-    const h = parseSendHeader(cmd);
+    const h = parseSendHeader(cmd, ctx.now);
     const refused = slaveRefusal(this.#ctx.settings) ?? this.#checkTopicName(h.topic);
     if (refused) return createResponse(cmd, refused.code, refused.remark);
     const tc = this.#findOrCreateTopic(h);

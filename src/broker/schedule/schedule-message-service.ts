@@ -50,6 +50,7 @@
  *     message still waiting) is delivered again after the restart.
  * Consumers must tolerate duplicates, as with every RocketMQ delivery.
  */
+import { nowOf, systemClock, type Clock, type TimerHandle } from "../../common/clock.ts";
 import type { Logger } from "../../common/log.ts";
 import {
   decodeRecordAt,
@@ -92,6 +93,8 @@ export interface ScheduleOptions {
   /** Delay of each level in ms, level 1 first (from parseDelayLevels): 1..18 entries. */
   levelDelaysMs: readonly number[];
   now?: () => number;
+  /** The loop's timer and (unless `now` is given) the time; default the system clock. */
+  clock?: Clock;
   /** Pause between passes when nothing is due; ≤ 100 ms. 0 = no background loop (call runOnce). */
   checkIntervalMs?: number;
   /** Timer-queue messages held in memory at most. */
@@ -117,7 +120,8 @@ export class ScheduleMessageService implements ScheduleHook {
   readonly #log: Logger;
   #ctx: ScheduleContext | null = null;
   #timers: TimerHeap | null = null;
-  #loop: ReturnType<typeof setTimeout> | null = null;
+  readonly #clock: Clock;
+  #loop: TimerHandle | null = null;
   #running: Promise<unknown> = Promise.resolve();
   #stopped = true;
 
@@ -131,7 +135,8 @@ export class ScheduleMessageService implements ScheduleHook {
       throw new Error(`schedule: checkIntervalMs must be 0..${CHECK_INTERVAL_MS_DEFAULT}, got ${interval}`);
     }
     this.#delays = [...o.levelDelaysMs];
-    this.#now = o.now ?? Date.now;
+    this.#clock = o.clock ?? systemClock;
+    this.#now = o.now ?? nowOf(this.#clock);
     this.#intervalMs = interval;
     this.#heapMax = o.timerHeapMaxEntries ?? TIMER_HEAP_MAX_ENTRIES_DEFAULT;
     this.#log = o.log;
@@ -211,7 +216,7 @@ export class ScheduleMessageService implements ScheduleHook {
   async stop(): Promise<void> {
     if (this.#stopped) return;
     this.#stopped = true;
-    if (this.#loop) clearTimeout(this.#loop);
+    if (this.#loop) this.#clock.clearTimeout(this.#loop);
     this.#loop = null;
     await this.#running;
     await this.#ctx?.delayOffsets.idle();
@@ -230,7 +235,7 @@ export class ScheduleMessageService implements ScheduleHook {
   }
 
   #schedule(ms: number): void {
-    this.#loop = setTimeout(() => {
+    this.#loop = this.#clock.setTimeout(() => {
       this.#loop = null;
       if (this.#stopped) return;
       this.runOnce().then(

@@ -29,6 +29,7 @@
  * Op cursor: the op queue is consumed as a prefix: an op whose resolved copy lies below the scan
  * cursor is done. The cursor is only a restart hint; the window above keeps recent ops anyway.
  */
+import { systemClock, type Clock, type TimerHandle } from "../../common/clock.ts";
 import type { Logger } from "../../common/log.ts";
 import {
   createOffsetMsgId,
@@ -82,6 +83,8 @@ export interface TransactionOptions {
   transactionCheckMax: number;
   /** The CommitLog's file reserved time: older half messages are given up (0 = never). */
   maxAgeMs: number;
+  /** The check loop's timer; default the system clock (the time comes from the context's `now`). */
+  clock?: Clock;
 }
 
 /** What the service needs from the broker; BrokerContext has it all. */
@@ -151,7 +154,8 @@ export class TransactionalMessageService {
   #opTail: OpEntry[] = [];
   /** Op queue offset read into #resolved so far. */
   #opReadUpTo = 0;
-  #loop: ReturnType<typeof setTimeout> | null = null;
+  readonly #clock: Clock;
+  #loop: TimerHandle | null = null;
   #running: Promise<unknown> = Promise.resolve();
   #stopped = true;
   #counters = { checksSent: 0, discarded: 0, committed: 0, rolledBack: 0 };
@@ -163,6 +167,7 @@ export class TransactionalMessageService {
     this.#o = { ...o };
     this.#log = log;
     this.#divert = divert;
+    this.#clock = o.clock ?? systemClock;
   }
 
   /**
@@ -294,13 +299,13 @@ export class TransactionalMessageService {
 
   async stop(): Promise<void> {
     this.#stopped = true;
-    if (this.#loop) clearTimeout(this.#loop);
+    if (this.#loop) this.#clock.clearTimeout(this.#loop);
     this.#loop = null;
     await this.#running;
   }
 
   #schedule(ms: number): void {
-    this.#loop = setTimeout(() => {
+    this.#loop = this.#clock.setTimeout(() => {
       this.#loop = null;
       if (this.#stopped) return;
       this.runOnce().then(

@@ -1,0 +1,323 @@
+/**
+ * The in-process broker fixture (imported only by tests and test/sim): a BrokerController on
+ * virtual time (test/sim/clock.ts), in-memory sockets (MemNetwork) and a temp store dir (or an
+ * in-memory disk), through the seams of docs/CONVENTIONS.md §6. No port is bound and no real
+ * timer runs: a test sends RemotingCommands over a client connection and moves time with
+ * `advance`, so long polling, holds and expiries are checked without waiting.
+ *
+ * The metadata files (topics.json, consumerOffset.json, …) are written to the real temp dir: the
+ * metadata managers do not take the disk seam.
+ *
+ * Also here: request builders as the clients write them (SEND_MESSAGE_V2 with one-letter fields,
+ * PULL_MESSAGE, HEART_BEAT, UPDATE_AND_CREATE_TOPIC) and a decoder for pull bodies.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { SimClock, type ClockView } from "../../test/sim/clock.ts";
+import type { Logger } from "../common/log.ts";
+import type { StoreDisk } from "../commitlog/disk.ts";
+import type { HaTransport } from "../ha/index.ts";
+import { decodeRecordAt, encodeMessageBatch, encodeProperties, javaStringHashCode, type DecodedRecord } from "../commitlog/index.ts";
+import { defaultConfig, type Config } from "../config/schema.ts";
+import {
+  createRequest,
+  REMOTING_CLIENT_DEFAULTS,
+  RemotingClient,
+  RequestCode,
+  ResponseCode,
+  type RemotingCommand,
+  type RemotingConnection,
+} from "../remoting/index.ts";
+import { MemNetwork, recordingLogger } from "../remoting/test-support.ts";
+import { BrokerController, type BrokerOptions } from "./broker.ts";
+
+export const FIXTURE_HOST = "127.0.0.1";
+export const FIXTURE_PORT = 10911;
+
+export interface InProcessBrokerOptions {
+  /** Defaults from the schema for this role (src/config/schema.ts defaultConfig), then the overrides. */
+  role?: "master" | "slave" | "standalone";
+  broker?: Partial<Config["broker"]>;
+  store?: Partial<Config["store"]>;
+  remoting?: Partial<Config["remoting"]>;
+  /** Shared virtual time (several brokers, a simulation); default a new one. */
+  sim?: SimClock;
+  /** This incarnation's clock (a crash kills it); default a new view of `sim`. */
+  clock?: ClockView;
+  /** Shared sockets; default a new MemNetwork. */
+  network?: MemNetwork;
+  /** The HA link; default none (the HA port "listens" nowhere, a slave's connects fail). */
+  haTransport?: HaTransport;
+  /** The store's files; default the real disk in `dir`. */
+  disk?: (clock: ClockView) => StoreDisk;
+  /** The store dir (kept at stop); default a fresh temp dir, removed at stop. */
+  dir?: string;
+  configAccess?: BrokerOptions["configAccess"];
+}
+
+/** Test settings on top of the schema's defaults: small files (as config/test-min.yaml), a fixed address. */
+export function fixtureConfig(o: InProcessBrokerOptions, dir: string): Pick<BrokerOptions, "broker" | "store" | "remoting"> {
+  const d = defaultConfig(o.role ?? "master");
+  return {
+    broker: {
+      ...d.broker,
+      listen: { host: FIXTURE_HOST, port: FIXTURE_PORT },
+      defaultTopicQueueNums: 4,
+      maxMessageSizeBytes: 16384,
+      ...o.broker,
+    },
+    store: {
+      ...d.store,
+      dir,
+      commitLogSegmentBytes: 65536,
+      consumeQueueUnitsPerFile: 64,
+      indexSlotNum: 64,
+      indexNum: 256,
+      ...o.store,
+    },
+    remoting: { ...d.remoting, frameSizeMaxBytes: 262144, connectionBufferMaxBytes: 1 << 20, ...o.remoting },
+  };
+}
+
+const NO_HA_LINK: HaTransport = {
+  listen: (_host, port) => ({ port, stop: () => {} }),
+  connect: () => Promise.reject(new Error("the in-process fixture has no HA link")),
+};
+
+export class InProcessBroker implements AsyncDisposable {
+  readonly controller: BrokerController;
+  readonly sim: SimClock;
+  readonly clock: ClockView;
+  readonly network: MemNetwork;
+  readonly dir: string;
+  /** "127.0.0.1:10911": where clients connect (over `network`). */
+  readonly addr: string;
+  readonly log: Logger & { lines: { level: string; msg: string }[] };
+  readonly #ownDir: boolean;
+  readonly #clients: RemotingClient[] = [];
+  #main: RemotingClient | null = null;
+  #stopped = false;
+
+  private constructor(o: InProcessBrokerOptions) {
+    this.sim = o.sim ?? new SimClock();
+    this.clock = o.clock ?? this.sim.view();
+    this.network = o.network ?? new MemNetwork();
+    this.#ownDir = o.dir === undefined;
+    this.dir = o.dir ?? mkdtempSync(join(tmpdir(), "rocketbun-fixture-"));
+    this.log = recordingLogger();
+    const cfg = fixtureConfig(o, this.dir);
+    this.controller = new BrokerController({
+      ...cfg,
+      clock: this.clock,
+      network: this.network,
+      haTransport: o.haTransport ?? NO_HA_LINK,
+      ...(o.disk ? { disk: o.disk(this.clock) } : {}),
+      ...(o.configAccess ? { configAccess: o.configAccess } : {}),
+    });
+    this.addr = `${FIXTURE_HOST}:${FIXTURE_PORT}`;
+  }
+
+  /** Builds, binds (in memory) and starts a broker; with no name servers registration sends nothing. */
+  static start(o: InProcessBrokerOptions = {}): InProcessBroker {
+    const b = new InProcessBroker(o);
+    try {
+      b.controller.bind();
+      b.controller.start([]);
+    } catch (e) {
+      if (b.#ownDir) rmSync(b.dir, { recursive: true, force: true });
+      throw e;
+    }
+    return b;
+  }
+
+  /** A new client with its own connection (as a separate client process). */
+  client(onRequest?: (conn: RemotingConnection, cmd: RemotingCommand) => void): RemotingClient {
+    const c = new RemotingClient({ ...REMOTING_CLIENT_DEFAULTS, log: this.log, network: this.network, ...(onRequest ? { onRequest } : {}) });
+    this.#clients.push(c);
+    return c;
+  }
+
+  /** One request over the fixture's main client connection. Responses need no virtual time to pass. */
+  call(cmd: RemotingCommand, timeoutMs = 60_000): Promise<RemotingCommand> {
+    this.#main ??= this.client();
+    return this.#main.invoke(this.addr, cmd, timeoutMs);
+  }
+
+  /** Like `call`, and fails with the remark unless the answer is SUCCESS. */
+  async ok(cmd: RemotingCommand): Promise<RemotingCommand> {
+    const res = await this.call(cmd);
+    if (res.code !== ResponseCode.SUCCESS) throw new Error(`request ${cmd.code} answered ${res.code}: ${res.remark ?? ""}`);
+    return res;
+  }
+
+  /** Moves virtual time, running every broker timer due on the way. */
+  advance(ms: number): Promise<void> {
+    return this.sim.advance(ms);
+  }
+
+  /** Clean stop: broker stopped, clients closed, its clock dead, the temp dir removed. */
+  async stop(): Promise<void> {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    // The broker first: its stop answers the pulls still parked, as a real shutdown does.
+    await this.controller.stop();
+    for (const c of this.#clients.splice(0)) await c.close();
+    this.clock.dead = true;
+    if (this.#ownDir) rmSync(this.dir, { recursive: true, force: true });
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.stop();
+  }
+}
+
+// ----------------------------------------------------------------------------------- requests
+
+const enc = new TextEncoder();
+
+export interface SendOptions {
+  queueId?: number;
+  tags?: string;
+  keys?: string;
+  props?: Record<string, string>;
+  reconsumeTimes?: number;
+  maxReconsumeTimes?: number;
+  bornTimestamp?: number;
+  flag?: number;
+  sysFlag?: number;
+  producerGroup?: string;
+}
+
+function sendProps(o: SendOptions): Record<string, string> {
+  return { ...(o.tags !== undefined ? { TAGS: o.tags } : {}), ...(o.keys !== undefined ? { KEYS: o.keys } : {}), ...o.props };
+}
+
+/** SEND_MESSAGE_V2 with the one-letter fields, as the Java client and ali-ons write it. */
+export function sendV2Request(topic: string, body: string | Uint8Array, o: SendOptions = {}): RemotingCommand {
+  const ext: Record<string, string> = {
+    a: o.producerGroup ?? "PG",
+    b: topic,
+    c: "TBW102",
+    d: "4",
+    e: String(o.queueId ?? 0),
+    f: String(o.sysFlag ?? 0),
+    g: String(o.bornTimestamp ?? 1_700_000_000_000),
+    h: String(o.flag ?? 0),
+    i: encodeProperties(sendProps(o)),
+    j: String(o.reconsumeTimes ?? 0),
+    k: "false",
+  };
+  if (o.maxReconsumeTimes !== undefined) ext.l = String(o.maxReconsumeTimes);
+  return createRequest(RequestCode.SEND_MESSAGE_V2, ext, typeof body === "string" ? enc.encode(body) : body);
+}
+
+/** SEND_BATCH_MESSAGE: one queue, the entries' own properties (tags, keys). */
+export function sendBatchRequest(topic: string, entries: { body: string | Uint8Array; tags?: string }[], o: SendOptions = {}): RemotingCommand {
+  const body = encodeMessageBatch(
+    entries.map((e) => ({
+      flag: 0,
+      body: typeof e.body === "string" ? enc.encode(e.body) : e.body,
+      properties: encodeProperties(e.tags !== undefined ? { TAGS: e.tags } : {}),
+    })),
+  );
+  const cmd = sendV2Request(topic, body, o);
+  cmd.code = RequestCode.SEND_BATCH_MESSAGE;
+  cmd.extFields!.m = "true";
+  return cmd;
+}
+
+export const PULL_COMMIT_OFFSET = 1;
+export const PULL_SUSPEND = 2;
+export const PULL_SUBSCRIPTION = 4;
+
+export interface PullOptions {
+  group?: string;
+  queueId?: number;
+  offset?: number;
+  max?: number;
+  /** Default SUBSCRIPTION. */
+  sysFlag?: number;
+  subscription?: string;
+  subVersion?: number;
+  suspendMs?: number;
+  commitOffset?: number;
+}
+
+export function pullRequest(topic: string, o: PullOptions = {}): RemotingCommand {
+  const sysFlag = o.sysFlag ?? PULL_SUBSCRIPTION;
+  const ext: Record<string, string> = {
+    consumerGroup: o.group ?? "CG",
+    topic,
+    queueId: String(o.queueId ?? 0),
+    queueOffset: String(o.offset ?? 0),
+    maxMsgNums: String(o.max ?? 32),
+    sysFlag: String(sysFlag),
+    commitOffset: String(o.commitOffset ?? 0),
+    suspendTimeoutMillis: String(o.suspendMs ?? 0),
+    subVersion: String(o.subVersion ?? 0),
+  };
+  if (o.subscription !== undefined) ext.subscription = o.subscription;
+  else if (sysFlag & PULL_SUBSCRIPTION) ext.subscription = "*";
+  return createRequest(RequestCode.PULL_MESSAGE, ext);
+}
+
+/** HEART_BEAT of one client: a consumer group with TAG subscriptions and/or a producer group. */
+export function heartbeatRequest(
+  clientID: string,
+  o: { group?: string; subs?: { topic: string; expr: string; subVersion?: number }[]; producer?: string } = {},
+): RemotingCommand {
+  const consumerDataSet = o.group
+    ? [
+        {
+          groupName: o.group,
+          consumeType: "CONSUME_PASSIVELY",
+          messageModel: "CLUSTERING",
+          consumeFromWhere: "CONSUME_FROM_LAST_OFFSET",
+          unitMode: false,
+          subscriptionDataSet: (o.subs ?? []).map((s) => {
+            const tags = s.expr === "*" ? [] : s.expr.split("||").map((t) => t.trim());
+            return {
+              topic: s.topic,
+              subString: s.expr,
+              tagsSet: tags,
+              codeSet: tags.map(javaStringHashCode),
+              classFilterMode: false,
+              subVersion: s.subVersion ?? 1,
+            };
+          }),
+        },
+      ]
+    : [];
+  const producerDataSet = o.producer ? [{ groupName: o.producer }] : [];
+  return createRequest(RequestCode.HEART_BEAT, undefined, enc.encode(JSON.stringify({ clientID, producerDataSet, consumerDataSet })));
+}
+
+/** UPDATE_AND_CREATE_TOPIC for a SINGLE_TAG topic (perm 6 = read + write). */
+export function createTopicRequest(topic: string, queues: number, perm = 6): RemotingCommand {
+  return createRequest(RequestCode.UPDATE_AND_CREATE_TOPIC, {
+    topic,
+    defaultTopic: "TBW102",
+    readQueueNums: String(queues),
+    writeQueueNums: String(queues),
+    perm: String(perm),
+    topicFilterType: "SINGLE_TAG",
+    topicSysFlag: "0",
+    order: "false",
+  });
+}
+
+/** The records of a pull answer's body (CRC checked); none when there is no body. */
+export function pulledRecords(res: RemotingCommand): DecodedRecord[] {
+  const body = res.body;
+  if (!body) return [];
+  const out: DecodedRecord[] = [];
+  let pos = 0;
+  while (pos < body.length) {
+    const r = decodeRecordAt(body, pos, { checkCrc: true });
+    if (!("totalSize" in r)) throw new Error(`pull body does not decode at ${pos}: ${JSON.stringify(r)}`);
+    out.push(r);
+    pos += r.totalSize;
+  }
+  return out;
+}
