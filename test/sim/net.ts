@@ -69,8 +69,9 @@ class SimSocket implements HaSocket {
         if (!this.closed) this.events?.drain();
       });
     }
-    // Copy: the caller may reuse its buffer once write returns (the kernel copies too).
-    let rest = data.slice(0, n);
+    // Copy: the caller may reuse its buffer once write returns (the kernel copies too). Not
+    // `slice`: on a Buffer (allocUninitialized's pool) that is a view, not a copy.
+    let rest = new Uint8Array(data.subarray(0, n));
     while (rest.length > 0) {
       const cut = rest.length > 1 && rng.bool(0.3) ? rng.int(1, rest.length - 1) : rest.length;
       this.#send({ data: rest.subarray(0, cut) }, f.delayMaxMs);
