@@ -7,3 +7,4 @@
 export { parseAddressPattern, remoteHost, type AddressMatcher } from "./address.ts";
 export { AclPerm, EMPTY_ACL_RULES, parseAclRules, type AclAccount, type AclRules } from "./rules.ts";
 export { BROKER_ADMIN_CODES, checkAccess, NAMESRV_WRITE_CODES, requestResources, type AclDenial, type AclScope } from "./validator.ts";
+export { ACL_EXCEPTION_PREFIX, AclHook, createAclHook, readAclFile, type AclHookOptions } from "./hook.ts";
