@@ -42,6 +42,8 @@ export interface Config {
     brokerScanIntervalMs: number;
     orderMessageEnable: boolean;
     kvConfigPath: string;
+    aclEnable: boolean;
+    aclFile: string;
   };
   broker: {
     listen: HostPort;
@@ -68,6 +70,8 @@ export interface Config {
     transactionCheckIntervalMs: number;
     transactionTimeOutMs: number;
     transactionCheckMax: number;
+    aclEnable: boolean;
+    aclFile: string;
   };
   store: {
     dir: string;
@@ -239,6 +243,20 @@ export const KEYS: readonly KeyDef[] = [
     doc: "KV config file",
     defaultDoc: '"" = <store.dir>/namesrv/kvConfig.json',
   },
+  // ACL (src/broker/acl/): RocketMQ 4.9 has none on the name server; here it guards its write requests.
+  {
+    key: "namesrv.aclEnable",
+    type: { kind: "bool" },
+    roles: NAMESRV_ROLES,
+    doc: "check the name server's write requests (KV config, broker registration, write perms, config) against aclFile: admin accounts or white-listed addresses only",
+  },
+  {
+    key: "namesrv.aclFile",
+    type: { kind: "path", allowEmpty: true },
+    roles: NAMESRV_ROLES,
+    doc: "ACL rules in RocketMQ's plain_acl.yml format, re-read when it changes",
+    defaultDoc: '"" = <store.dir>/conf/plain_acl.yml',
+  },
 
   { key: "broker.listen", type: listenType, roles: BROKER_ROLES, doc: "broker remoting address; HA binds port + 1 and the VIP channel port - 2" },
   {
@@ -373,6 +391,20 @@ export const KEYS: readonly KeyDef[] = [
     type: int(1, 10_000),
     roles: ["master", "standalone"],
     doc: "check-backs per half message before it is given up (moved to TRANS_CHECK_MAX_TIME_TOPIC)",
+  },
+  // ACL as RocketMQ 4.9's plain ACL (BrokerConfig aclEnable, ${ROCKETMQ_HOME}/conf/plain_acl.yml).
+  {
+    key: "broker.aclEnable",
+    type: { kind: "bool" },
+    roles: BROKER_ROLES,
+    doc: "check every request's signature and permissions against aclFile (RocketMQ's aclEnable)",
+  },
+  {
+    key: "broker.aclFile",
+    type: { kind: "path", allowEmpty: true },
+    roles: BROKER_ROLES,
+    doc: "ACL rules in RocketMQ's plain_acl.yml format, re-read when it changes and on SIGHUP; the ACL admin requests rewrite it",
+    defaultDoc: '"" = <store.dir>/conf/plain_acl.yml',
   },
 
   {
@@ -554,6 +586,8 @@ export function defaultConfig(role: Role): Config {
       brokerScanIntervalMs: 10000,
       orderMessageEnable: false,
       kvConfigPath: "",
+      aclEnable: false,
+      aclFile: "",
     },
     broker: {
       listen: brokerListen,
@@ -579,6 +613,8 @@ export function defaultConfig(role: Role): Config {
       transactionCheckIntervalMs: 60000,
       transactionTimeOutMs: 6000,
       transactionCheckMax: 15,
+      aclEnable: false,
+      aclFile: "",
     },
     store: {
       dir: "./data",
