@@ -248,7 +248,7 @@ export const KEYS: readonly KeyDef[] = [
     key: "namesrv.aclEnable",
     type: { kind: "bool" },
     roles: NAMESRV_ROLES,
-    doc: "check the name server's write requests (KV config, broker registration, write perms, config) against aclFile: admin accounts or white-listed addresses only",
+    doc: "check the name server's write requests (KV config, broker registration, write perms) against aclFile: admin accounts only",
   },
   {
     key: "namesrv.aclFile",
@@ -571,6 +571,34 @@ export function keyDef(key: string): KeyDef | undefined {
 const MiB = 1024 * 1024;
 
 /** Built-in defaults for a role. Derived values (admin ports) follow the default listen ports. */
+/** The store defaults: the same for every role. */
+const DEFAULT_STORE: Config["store"] = {
+  dir: "./data",
+  flushDiskType: "ASYNC_FLUSH",
+  commitLogSegmentBytes: 1024 * MiB,
+  flushIntervalMs: 500,
+  flushCommitLogLeastPages: 4,
+  flushCommitLogThoroughIntervalMs: 10000,
+  flushConsumeQueueLeastPages: 2,
+  flushConsumeQueueThoroughIntervalMs: 60000,
+  syncFlushTimeoutMs: 5000,
+  checkCrcOnRecover: true,
+  consumeQueueUnitsPerFile: 300000,
+  indexSlotNum: 5000000,
+  indexNum: 20000000,
+  fileReservedTimeHours: 72,
+  deleteWhen: "04",
+  deleteCommitLogFilesIntervalMs: 10000,
+  diskMaxUsedSpaceRatio: 0.75,
+  diskCriticalRatio: 0.9,
+  maxTransferBytesOnMessageInMemory: 256 * 1024,
+  maxTransferCountOnMessageInMemory: 32,
+  maxTransferBytesOnMessageInDisk: 64 * 1024,
+  maxTransferCountOnMessageInDisk: 8,
+  accessMessageInMemoryMaxRatio: 40,
+  accessMessageInMemoryMaxBytes: 0,
+};
+
 export function defaultConfig(role: Role): Config {
   const slave = role === "slave";
   const namesrvListen = { host: "0.0.0.0", port: NAMESRV_PORT };
@@ -616,32 +644,7 @@ export function defaultConfig(role: Role): Config {
       aclEnable: false,
       aclFile: "",
     },
-    store: {
-      dir: "./data",
-      flushDiskType: "ASYNC_FLUSH",
-      commitLogSegmentBytes: 1024 * MiB,
-      flushIntervalMs: 500,
-      flushCommitLogLeastPages: 4,
-      flushCommitLogThoroughIntervalMs: 10000,
-      flushConsumeQueueLeastPages: 2,
-      flushConsumeQueueThoroughIntervalMs: 60000,
-      syncFlushTimeoutMs: 5000,
-      checkCrcOnRecover: true,
-      consumeQueueUnitsPerFile: 300000,
-      indexSlotNum: 5000000,
-      indexNum: 20000000,
-      fileReservedTimeHours: 72,
-      deleteWhen: "04",
-      deleteCommitLogFilesIntervalMs: 10000,
-      diskMaxUsedSpaceRatio: 0.75,
-      diskCriticalRatio: 0.9,
-      maxTransferBytesOnMessageInMemory: 256 * 1024,
-      maxTransferCountOnMessageInMemory: 32,
-      maxTransferBytesOnMessageInDisk: 64 * 1024,
-      maxTransferCountOnMessageInDisk: 8,
-      accessMessageInMemoryMaxRatio: 40,
-      accessMessageInMemoryMaxBytes: 0,
-    },
+    store: { ...DEFAULT_STORE },
   };
 }
 
