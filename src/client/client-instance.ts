@@ -25,6 +25,7 @@ import { answerBrokerRequest, isConsumerAdminRequest, type ConsumerAdminHooks } 
 import { MQBrokerError, MQClientError, MQTimeoutError } from "./errors.ts";
 import { parseRoute } from "./route.ts";
 import { MASTER_ID, type TopicRouteData } from "../protocol/route.ts";
+import { signRequest, type AclCredentials } from "../protocol/acl-signature.ts";
 
 export interface ClientInstanceOptions {
   namesrv: string | string[];
@@ -32,6 +33,12 @@ export interface ClientInstanceOptions {
   requestTimeoutMs?: number;
   routeRefreshMs?: number;
   heartbeatMs?: number;
+  /**
+   * RocketMQ plain-ACL credentials (Java `SessionCredentials`): when set, every request this
+   * client sends — heartbeats, route lookups and oneways included — is signed as the Java client's
+   * AclClientRPCHook signs it (src/protocol/acl-signature.ts), just before it is sent.
+   */
+  credentials?: AclCredentials;
 }
 
 export interface HeartbeatConsumerData {
@@ -115,6 +122,12 @@ export class ClientInstance {
     );
   }
 
+  /** Adds the ACL fields (AccessKey, SecurityToken, Signature) when the client has credentials; call last, right before sending. */
+  sign(cmd: RemotingCommand): RemotingCommand {
+    if (this.#opts.credentials !== undefined) signRequest(cmd, this.#opts.credentials);
+    return cmd;
+  }
+
   registerProducer(group: string): void {
     this.#producerGroups.add(group);
   }
@@ -141,7 +154,7 @@ export class ClientInstance {
     for (let i = 0; i < this.#namesrvs.length; i++) {
       const addr = this.#namesrvs[this.#namesrvIndex % this.#namesrvs.length]!;
       try {
-        return await this.remoting.invoke(addr, cmd(), this.requestTimeoutMs);
+        return await this.remoting.invoke(addr, this.sign(cmd()), this.requestTimeoutMs);
       } catch (e) {
         last = e;
         this.#namesrvIndex++;
@@ -226,7 +239,7 @@ export class ClientInstance {
   /** A request to a broker; a non-success code is returned, not thrown (callers decide). */
   invokeBroker(addr: string, code: number, ext?: ExtFields, body?: Uint8Array, timeoutMs = this.requestTimeoutMs): Promise<RemotingCommand> {
     // Not async: the send path pays one promise here, and only failures take the mapping below.
-    return this.remoting.invoke(addr, createRequest(code, ext, body), timeoutMs).catch((e: unknown) => {
+    return this.remoting.invoke(addr, this.sign(createRequest(code, ext, body)), timeoutMs).catch((e: unknown) => {
       if (e instanceof RemotingTimeoutError)
         throw new MQTimeoutError(`${addr} did not answer request ${code} within ${timeoutMs} ms`, -1, { cause: e });
       throw new MQClientError(`request ${code} to ${addr} failed: ${errText(e)}`, -1, { cause: e });
@@ -234,7 +247,7 @@ export class ClientInstance {
   }
 
   async invokeBrokerOneway(addr: string, code: number, ext?: ExtFields, body?: Uint8Array): Promise<void> {
-    await this.remoting.invokeOneway(addr, createRequest(code, ext, body));
+    await this.remoting.invokeOneway(addr, this.sign(createRequest(code, ext, body)));
   }
 
   heartbeatBody(): Uint8Array {

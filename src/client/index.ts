@@ -15,5 +15,6 @@ export { PullConsumer, type PullConsumerOptions } from "./pull-consumer.ts";
 export { MQClientError, MQBrokerError, MQTimeoutError } from "./errors.ts";
 export type { Message, MessageExt } from "./message.ts";
 export type { MessageQueue } from "../protocol/route.ts";
+export type { AclCredentials } from "../protocol/acl-signature.ts";
 export type { FromWhere, MessageModel, SubscriptionExpression } from "./consumer-core.ts";
 export { allocateAveragely } from "./route.ts";

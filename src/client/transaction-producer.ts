@@ -99,7 +99,7 @@ export class TransactionProducer extends Producer {
     const cmd = createRequest(RequestCode.END_TRANSACTION, ext);
     if (localError !== undefined) cmd.remark = `executeLocal failed: ${errText(localError)}`;
     try {
-      await this.client.remoting.invokeOneway(addr, cmd);
+      await this.client.remoting.invokeOneway(addr, this.client.sign(cmd));
     } catch (e) {
       // Lost like any oneway: the broker's check-back asks checkListener later.
       this.client.log.rateLimited("warn", "end-tx", `END_TRANSACTION to ${addr} failed: ${errText(e)}`);

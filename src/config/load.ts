@@ -103,7 +103,7 @@ interface FileValues {
 
 /**
  * Loads and validates the configuration. `file` defaults to `flags.config`. On success the
- * config is complete: admin addresses derived, brokerIP1 resolved, store.dir and kvConfigPath
+ * config is complete: admin addresses derived, brokerIP1 resolved, store.dir, kvConfigPath and the aclFiles
  * absolute.
  */
 export function loadConfig(opts: { file?: string; flags: CliFlags }): LoadedConfig | { errors: string[] } {
@@ -224,6 +224,10 @@ function derive(config: Config, sources: ConfigSources, rejected: Set<KeyPath>):
   config.store.dir = resolve(config.store.dir);
   const kv = config.namesrv.kvConfigPath;
   config.namesrv.kvConfigPath = kv === "" ? join(config.store.dir, "namesrv", "kvConfig.json") : resolve(kv);
+  // RocketMQ reads ${ROCKETMQ_HOME}/conf/plain_acl.yml; our home for files we own is store.dir.
+  const aclDefault = join(config.store.dir, "conf", "plain_acl.yml");
+  config.broker.aclFile = config.broker.aclFile === "" ? aclDefault : resolve(config.broker.aclFile);
+  config.namesrv.aclFile = config.namesrv.aclFile === "" ? aclDefault : resolve(config.namesrv.aclFile);
   return errors;
 }
 

@@ -53,7 +53,13 @@ describe("preflight", () => {
 
   test("names a derived broker port (HA = listen + 1) by its purpose", async () => {
     await withBusyPort(async (port) => {
-      const loaded = load({ role: "master", namesrv: "127.0.0.1:9876", listen: `127.0.0.1:${port - 1}`, admin: "127.0.0.1:0", store: join(dir, "s3") });
+      const loaded = load({
+        role: "master",
+        namesrv: "127.0.0.1:9876",
+        listen: `127.0.0.1:${port - 1}`,
+        admin: "127.0.0.1:0",
+        store: join(dir, "s3"),
+      });
       const problems = await preflight(loaded.config, loaded);
       expect(problems).toContain(`--listen: broker.listen: HA port 127.0.0.1:${port} (listen port + 1) is already in use`);
     });
@@ -64,9 +70,7 @@ describe("preflight", () => {
     writeFileSync(file, "x");
     const loaded = load({ role: "namesrv", listen: "127.0.0.1:0", store: join(file, "data") });
     const problems = await preflight(loaded.config, loaded);
-    expect(problems).toEqual([
-      `--store: store.dir: cannot create ${join(file, "data")}: a parent path is a regular file, not a directory (ENOTDIR)`,
-    ]);
+    expect(problems).toEqual([`--store: store.dir: cannot create ${join(file, "data")}: a parent path is a regular file, not a directory (ENOTDIR)`]);
   });
 
   test("without sources, every value is described as (default)", async () => {
@@ -75,5 +79,29 @@ describe("preflight", () => {
     const loaded = load({ role: "namesrv", listen: "127.0.0.1:0", store: file });
     const problems = await preflight(loaded.config);
     expect(problems).toEqual([`(default): store.dir: cannot create ${file}: a file with that name exists and is not a directory (EEXIST)`]);
+  });
+});
+
+describe("preflight: ACL files", () => {
+  test("an enabled ACL needs a readable file, named with where the key was set; a disabled one is not looked at", async () => {
+    const store = join(dir, "acl-store");
+    const file = join(dir, "acl.yaml");
+    writeFileSync(
+      file,
+      `role: standalone\nbroker:\n  listen: 127.0.0.1:0\n  aclEnable: true\n  aclFile: ${join(dir, "missing.yml")}\nnamesrv:\n  listen: 127.0.0.1:0\n`,
+    );
+    const problems = await preflight(load({ store }, file).config, load({ store }, file));
+    expect(problems).toEqual([
+      `${file}:5:3: broker.aclFile: cannot read ${join(dir, "missing.yml")}: no such file (ENOENT) (the ACL is enabled; see config/plain_acl.yml for the format)`,
+    ]);
+    const loaded = load({ store }, file);
+    loaded.config.broker.aclEnable = false;
+    expect(await preflight(loaded.config, loaded)).toEqual([]);
+  });
+
+  test("aclFile defaults to <store.dir>/conf/plain_acl.yml, made absolute", () => {
+    const c = load({ role: "standalone", store: "some/where" }).config;
+    expect(c.broker.aclFile).toBe(join(process.cwd(), "some/where", "conf", "plain_acl.yml"));
+    expect(c.namesrv.aclFile).toBe(c.broker.aclFile);
   });
 });

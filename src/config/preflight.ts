@@ -1,15 +1,16 @@
 /**
  * Checks that need the OS, run after loadConfig and before anything starts, so that
- * `--check-config` catches them too: the store dir must be creatable and writable, and every
+ * `--check-config` catches them too: the store dir must be creatable and writable, an enabled
+ * ACL's file must be readable (its rules are checked when the ACL hook is built), and every
  * port the role binds must be free. Each problem names the key and where its value came from.
  *
  * Binding a port here and releasing it does not reserve it; the server can still lose a race.
  * The point is a clear message for the common case (another process already holds the port).
  */
-import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describeSource, type ConfigSources, type Source } from "./load.ts";
-import { formatHostPort, portsToBind, type Config, type KeyPath } from "./schema.ts";
+import { formatHostPort, portsToBind, runsBroker, runsNamesrv, type Config, type KeyPath } from "./schema.ts";
 
 /**
  * Returns one message per problem (empty = fine), e.g.
@@ -21,6 +22,10 @@ export async function preflight(config: Config, loaded?: { sources: ConfigSource
   const problems: string[] = [];
   const dirProblem = checkStoreDir(config.store.dir);
   if (dirProblem !== undefined) problems.push(`${where("store.dir")}: store.dir: ${dirProblem}`);
+  for (const [key, enabled, file] of aclFiles(config)) {
+    const problem = enabled ? checkReadable(file) : undefined;
+    if (problem !== undefined) problems.push(`${where(key)}: ${key}: ${problem} (the ACL is enabled; see config/plain_acl.yml for the format)`);
+  }
   for (const p of portsToBind(config)) {
     if (p.hostPort.port === 0) continue; // ephemeral: the OS picks a free one
     const problem = tryBind(p.hostPort.host, p.hostPort.port);
@@ -30,6 +35,23 @@ export async function preflight(config: Config, loaded?: { sources: ConfigSource
     problems.push(`${where(p.key)}: ${p.key}: ${what} ${problem}`);
   }
   return problems;
+}
+
+/** The ACL files of the servers this role runs: [key, enabled, file]. */
+function aclFiles(config: Config): [KeyPath, boolean, string][] {
+  const out: [KeyPath, boolean, string][] = [];
+  if (runsBroker(config.role)) out.push(["broker.aclFile", config.broker.aclEnable, config.broker.aclFile]);
+  if (runsNamesrv(config.role)) out.push(["namesrv.aclFile", config.namesrv.aclEnable, config.namesrv.aclFile]);
+  return out;
+}
+
+function checkReadable(file: string): string | undefined {
+  try {
+    readFileSync(file);
+    return undefined;
+  } catch (e) {
+    return `cannot read ${file}: ${reason(e)}`;
+  }
 }
 
 /** mkdir -p, then create and remove a file: the cheapest proof the store can write there. */
@@ -66,6 +88,8 @@ function tryBind(hostname: string, port: number): string | undefined {
 function reason(e: unknown): string {
   const code = (e as { code?: string }).code;
   const known: Record<string, string> = {
+    ENOENT: "no such file",
+    EISDIR: "it is a directory",
     ENOTDIR: "a parent path is a regular file, not a directory",
     EEXIST: "a file with that name exists and is not a directory",
     EACCES: "permission denied",

@@ -42,6 +42,8 @@ export interface Config {
     brokerScanIntervalMs: number;
     orderMessageEnable: boolean;
     kvConfigPath: string;
+    aclEnable: boolean;
+    aclFile: string;
   };
   broker: {
     listen: HostPort;
@@ -68,6 +70,8 @@ export interface Config {
     transactionCheckIntervalMs: number;
     transactionTimeOutMs: number;
     transactionCheckMax: number;
+    aclEnable: boolean;
+    aclFile: string;
   };
   store: {
     dir: string;
@@ -239,6 +243,20 @@ export const KEYS: readonly KeyDef[] = [
     doc: "KV config file",
     defaultDoc: '"" = <store.dir>/namesrv/kvConfig.json',
   },
+  // ACL (src/broker/acl/): RocketMQ 4.9 has none on the name server; here it guards its write requests.
+  {
+    key: "namesrv.aclEnable",
+    type: { kind: "bool" },
+    roles: NAMESRV_ROLES,
+    doc: "check the name server's write requests (KV config, broker registration, write perms) against aclFile: admin accounts only",
+  },
+  {
+    key: "namesrv.aclFile",
+    type: { kind: "path", allowEmpty: true },
+    roles: NAMESRV_ROLES,
+    doc: "ACL rules in RocketMQ's plain_acl.yml format, re-read when it changes",
+    defaultDoc: '"" = <store.dir>/conf/plain_acl.yml',
+  },
 
   { key: "broker.listen", type: listenType, roles: BROKER_ROLES, doc: "broker remoting address; HA binds port + 1 and the VIP channel port - 2" },
   {
@@ -373,6 +391,20 @@ export const KEYS: readonly KeyDef[] = [
     type: int(1, 10_000),
     roles: ["master", "standalone"],
     doc: "check-backs per half message before it is given up (moved to TRANS_CHECK_MAX_TIME_TOPIC)",
+  },
+  // ACL as RocketMQ 4.9's plain ACL (BrokerConfig aclEnable, ${ROCKETMQ_HOME}/conf/plain_acl.yml).
+  {
+    key: "broker.aclEnable",
+    type: { kind: "bool" },
+    roles: BROKER_ROLES,
+    doc: "check every request's signature and permissions against aclFile (RocketMQ's aclEnable)",
+  },
+  {
+    key: "broker.aclFile",
+    type: { kind: "path", allowEmpty: true },
+    roles: BROKER_ROLES,
+    doc: "ACL rules in RocketMQ's plain_acl.yml format, re-read when it changes and on SIGHUP; the ACL admin requests rewrite it",
+    defaultDoc: '"" = <store.dir>/conf/plain_acl.yml',
   },
 
   {
@@ -539,6 +571,34 @@ export function keyDef(key: string): KeyDef | undefined {
 const MiB = 1024 * 1024;
 
 /** Built-in defaults for a role. Derived values (admin ports) follow the default listen ports. */
+/** The store defaults: the same for every role. */
+const DEFAULT_STORE: Config["store"] = {
+  dir: "./data",
+  flushDiskType: "ASYNC_FLUSH",
+  commitLogSegmentBytes: 1024 * MiB,
+  flushIntervalMs: 500,
+  flushCommitLogLeastPages: 4,
+  flushCommitLogThoroughIntervalMs: 10000,
+  flushConsumeQueueLeastPages: 2,
+  flushConsumeQueueThoroughIntervalMs: 60000,
+  syncFlushTimeoutMs: 5000,
+  checkCrcOnRecover: true,
+  consumeQueueUnitsPerFile: 300000,
+  indexSlotNum: 5000000,
+  indexNum: 20000000,
+  fileReservedTimeHours: 72,
+  deleteWhen: "04",
+  deleteCommitLogFilesIntervalMs: 10000,
+  diskMaxUsedSpaceRatio: 0.75,
+  diskCriticalRatio: 0.9,
+  maxTransferBytesOnMessageInMemory: 256 * 1024,
+  maxTransferCountOnMessageInMemory: 32,
+  maxTransferBytesOnMessageInDisk: 64 * 1024,
+  maxTransferCountOnMessageInDisk: 8,
+  accessMessageInMemoryMaxRatio: 40,
+  accessMessageInMemoryMaxBytes: 0,
+};
+
 export function defaultConfig(role: Role): Config {
   const slave = role === "slave";
   const namesrvListen = { host: "0.0.0.0", port: NAMESRV_PORT };
@@ -554,6 +614,8 @@ export function defaultConfig(role: Role): Config {
       brokerScanIntervalMs: 10000,
       orderMessageEnable: false,
       kvConfigPath: "",
+      aclEnable: false,
+      aclFile: "",
     },
     broker: {
       listen: brokerListen,
@@ -579,33 +641,10 @@ export function defaultConfig(role: Role): Config {
       transactionCheckIntervalMs: 60000,
       transactionTimeOutMs: 6000,
       transactionCheckMax: 15,
+      aclEnable: false,
+      aclFile: "",
     },
-    store: {
-      dir: "./data",
-      flushDiskType: "ASYNC_FLUSH",
-      commitLogSegmentBytes: 1024 * MiB,
-      flushIntervalMs: 500,
-      flushCommitLogLeastPages: 4,
-      flushCommitLogThoroughIntervalMs: 10000,
-      flushConsumeQueueLeastPages: 2,
-      flushConsumeQueueThoroughIntervalMs: 60000,
-      syncFlushTimeoutMs: 5000,
-      checkCrcOnRecover: true,
-      consumeQueueUnitsPerFile: 300000,
-      indexSlotNum: 5000000,
-      indexNum: 20000000,
-      fileReservedTimeHours: 72,
-      deleteWhen: "04",
-      deleteCommitLogFilesIntervalMs: 10000,
-      diskMaxUsedSpaceRatio: 0.75,
-      diskCriticalRatio: 0.9,
-      maxTransferBytesOnMessageInMemory: 256 * 1024,
-      maxTransferCountOnMessageInMemory: 32,
-      maxTransferBytesOnMessageInDisk: 64 * 1024,
-      maxTransferCountOnMessageInDisk: 8,
-      accessMessageInMemoryMaxRatio: 40,
-      accessMessageInMemoryMaxBytes: 0,
-    },
+    store: { ...DEFAULT_STORE },
   };
 }
 

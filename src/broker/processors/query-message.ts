@@ -23,6 +23,7 @@ import {
   type RemotingConnection,
   type RequestProcessor,
 } from "../../remoting/index.ts";
+import { UNIQUE_KEY_QUERY_FLAG } from "../../protocol/acl-signature.ts";
 import type { BrokerContext } from "../context.ts";
 
 /** Java `maxMsgsNumBatch`: the most records one QUERY_MESSAGE returns. */
@@ -34,8 +35,6 @@ export const UNIQUE_KEY_QUERY_MAX_NUM = 32;
  * refuse frames over 16 MiB (`com.rocketmq.remoting.frameMaxLength`).
  */
 export const QUERY_MESSAGE_BODY_MAX_BYTES = 15 * 1024 * 1024;
-/** The extField that marks `key` as a unique key (Java `MixAll.UNIQUE_MSG_QUERY_FLAG`). */
-export const UNIQUE_KEY_QUERY_FLAG = "_UNIQUE_KEY_QUERY";
 
 export class QueryMessageProcessor implements RequestProcessor {
   readonly #ctx: BrokerContext;

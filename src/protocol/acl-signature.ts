@@ -1,0 +1,90 @@
+/**
+ * The request signature of RocketMQ's plain ACL, shared by the broker (which checks it) and the
+ * client (which makes it): one definition, so the two cannot drift.
+ *
+ * What Apache RocketMQ 4.9's AclClientRPCHook does to a request, just before it is encoded:
+ *   1. extFields += AccessKey (and SecurityToken when the credentials have one); the custom
+ *      header's fields are already in extFields (makeCustomHeaderToNet);
+ *   2. content = the values of extFields, sorted by key (Java TreeMap<String>: UTF-16 code unit
+ *      order, which is also JavaScript's default sort), keys themselves left out, "Signature"
+ *      left out, concatenated with no separator, encoded as UTF-8, followed by the body bytes
+ *      (nothing when there is no body);
+ *   3. extFields.Signature = Base64(HmacSHA1(key = UTF-8 of the SecretKey, content)).
+ *
+ * The broker (PlainAccessValidator.parse) rebuilds the content the same way but also leaves out
+ * "_UNIQUE_KEY_QUERY", which the Java client adds to QUERY_MESSAGE before it signs, so a Java
+ * client's unique-key query never verifies against a Java broker. We verify as the Java broker
+ * does, and our client signs what the broker verifies (it leaves the field out too), so its
+ * queries pass on both brokers.
+ *
+ * Java's String.getBytes(UTF-8) writes an unpaired surrogate as "?"; Buffer.from writes U+FFFD.
+ * Values that arrive from the wire are decoded UTF-8 and cannot hold one, but a caller's string
+ * can, so `utf8Java` replaces them first, as Java would.
+ *
+ * Golden vectors from the real AclClientRPCHook: test/golden/acl/vectors.json (Golden.java).
+ */
+import { createHmac, timingSafeEqual } from "node:crypto";
+
+export const ACL_ACCESS_KEY_FIELD = "AccessKey";
+export const ACL_SIGNATURE_FIELD = "Signature";
+export const ACL_SECURITY_TOKEN_FIELD = "SecurityToken";
+/** QUERY_MESSAGE: "true" when `key` is a message's unique key (MixAll.UNIQUE_MSG_QUERY_FLAG). */
+export const UNIQUE_KEY_QUERY_FLAG = "_UNIQUE_KEY_QUERY";
+
+/** Java `SessionCredentials`: what a client signs with. */
+export interface AclCredentials {
+  accessKey: string;
+  secretKey: string;
+  securityToken?: string;
+}
+
+/** Fields that never enter the content the broker verifies. */
+const UNSIGNED_FIELDS: ReadonlySet<string> = new Set([ACL_SIGNATURE_FIELD, UNIQUE_KEY_QUERY_FLAG]);
+
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+
+/** UTF-8 bytes as Java's String.getBytes(UTF_8) makes them (an unpaired surrogate becomes "?"). */
+export function utf8Java(s: string): Buffer {
+  return Buffer.from(s.isWellFormed() ? s : s.replace(LONE_SURROGATE, "?"), "utf8");
+}
+
+/** The concatenated values of `extFields`, sorted by key, without the unsigned fields. */
+export function signedText(extFields: Readonly<Record<string, string>> | undefined): string {
+  if (extFields === undefined) return "";
+  const keys = Object.keys(extFields).sort();
+  let text = "";
+  for (const k of keys) if (!UNSIGNED_FIELDS.has(k)) text += extFields[k];
+  return text;
+}
+
+/** Base64(HmacSHA1(secretKey, text ++ body)): AclSigner.calSignature over combineRequestContent. */
+export function aclSignature(text: string, body: Uint8Array | undefined, secretKey: string): string {
+  const mac = createHmac("sha1", utf8Java(secretKey)).update(utf8Java(text));
+  if (body !== undefined && body.length > 0) mac.update(body);
+  return mac.digest("base64");
+}
+
+/**
+ * Whether `signature` (as received) is the signature of text ++ body under `secretKey`. The
+ * comparison takes the same time wherever the first differing byte is, so a forger learns nothing
+ * from how long a refusal takes. A missing or wrongly sized signature is simply false.
+ */
+export function verifyAclSignature(text: string, body: Uint8Array | undefined, secretKey: string, signature: string | undefined): boolean {
+  if (signature === undefined) return false;
+  const expected = Buffer.from(aclSignature(text, body, secretKey), "latin1");
+  const given = Buffer.from(signature, "utf8");
+  return given.length === expected.length && timingSafeEqual(given, expected);
+}
+
+/**
+ * Signs a request in place as AclClientRPCHook.doBeforeRequest does: adds AccessKey, SecurityToken
+ * (when set) and Signature to `extFields` (creating it when absent). Call it after every other
+ * field is set and before the request is encoded.
+ */
+export function signRequest(cmd: { extFields?: Record<string, string>; body?: Uint8Array }, credentials: AclCredentials): void {
+  const ext = (cmd.extFields ??= {});
+  ext[ACL_ACCESS_KEY_FIELD] = credentials.accessKey;
+  if (credentials.securityToken !== undefined) ext[ACL_SECURITY_TOKEN_FIELD] = credentials.securityToken;
+  delete ext[ACL_SIGNATURE_FIELD];
+  ext[ACL_SIGNATURE_FIELD] = aclSignature(signedText(ext), cmd.body, credentials.secretKey);
+}
