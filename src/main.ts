@@ -182,6 +182,8 @@ function startAdmin(s: Startup, startedAt: number, namesrv: NamesrvController | 
     version: VERSION,
     startedAt,
     config: () => s.runtime.describe(),
+    token: () => s.runtime.adminToken(),
+    reload: () => s.runtime.reload(),
     ...(namesrv ? { namesrv: namesrv.info, namesrvAtRoot: !broker } : {}),
     ...(broker ? { broker: broker.info } : {}),
   });

@@ -18,6 +18,7 @@
  * next SIGHUP or restart goes back to it (the log says so, key by key).
  */
 import { scope, type Logger, type LogLevel } from "./common/log.ts";
+import { resolveAdminToken } from "./config/admin-token.ts";
 import { describeSource, loadConfig, toPlain, type CliFlags, type ConfigSources } from "./config/load.ts";
 import { readPropertyChanges, toProperties, type PropertyScope } from "./config/properties.ts";
 import { checkEffective, cloneConfig, describeChange, diffConfig, LIVE_KEYS, withLiveChanges, type KeyChange } from "./config/reload.ts";
@@ -48,8 +49,10 @@ export interface ConfigDataVersion {
  * Where a live key goes: its schema section names the component (the schema's `live` flag alone
  * says which keys are live). Undefined for a live key no component takes (a bug, see the test).
  */
-export function routeOf(key: KeyPath): "log" | "broker" | "namesrvAddr" | "store" | "namesrv" | undefined {
+export function routeOf(key: KeyPath): "log" | "broker" | "namesrvAddr" | "store" | "namesrv" | "admin" | undefined {
   if (key === "logLevel") return "log";
+  // The admin token is this class's own: resolved on every reload (adminToken()).
+  if (key.startsWith("admin.")) return "admin";
   if (key === "broker.namesrvAddr") return "namesrvAddr";
   const section = key.slice(0, key.indexOf("."));
   if (section === "broker" || section === "store" || section === "namesrv") return section;
@@ -100,6 +103,8 @@ export class RuntimeConfig {
   readonly #log: Logger;
   readonly #now: () => number;
   #version: ConfigDataVersion;
+  /** The admin API's bearer token in force ("" = none): admin.token, or admin.tokenFile's content. */
+  #adminToken: string;
   /** The tail of the queue of changes; each waits for the one before. */
   #tail: Promise<unknown> = Promise.resolve();
   /** A reload queued and not yet started: later SIGHUPs join it. */
@@ -114,6 +119,14 @@ export class RuntimeConfig {
     this.#log = o.log ?? scope("config");
     this.#now = o.now ?? Date.now;
     this.#version = { timestamp: this.#now(), counter: 0 };
+    // preflight has read the token file already; a file gone since then means no token until a reload.
+    const token = resolveAdminToken(this.#config.admin);
+    this.#adminToken = typeof token === "string" ? token : "";
+  }
+
+  /** The admin API's bearer token in force; "" = none. Read per request, so a reload applies at once. */
+  adminToken(): string {
+    return this.#adminToken;
   }
 
   /** The configuration in force (a copy). */
@@ -178,7 +191,14 @@ export class RuntimeConfig {
       const changes = diffConfig(this.#config, loaded.config);
       const effective = withLiveChanges(this.#config, changes);
       const problems = checkEffective(effective).map((p) => `${describeSource(loaded.sources[p.key])}: ${p.key}: ${p.problem}`);
+      // The token file is re-read on every reload (a rotated token needs no config change).
+      const token = resolveAdminToken(effective.admin);
+      if (typeof token !== "string") problems.push(`${describeSource(loaded.sources["admin.tokenFile"])}: admin.tokenFile: ${token.invalid}`);
       if (problems.length > 0) return this.#refuse(problems);
+      if (typeof token === "string" && token !== this.#adminToken) {
+        this.#adminToken = token;
+        this.#log.info(`reload: the admin token changed (${token === "" ? "none now" : "new token in force"})`);
+      }
       if (changes.length === 0) {
         this.#log.info("reload: nothing changed");
         return { status: "applied", changes };

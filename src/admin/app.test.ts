@@ -94,6 +94,70 @@ describe("GET /config", () => {
   test("serves what the config owner returns, read-only", async () => {
     const app = buildAdminApp({ role: "namesrv", version: "1", startedAt: 0, namesrv: info, config: () => ({ config: { logLevel: "info" } }) });
     expect(await (await app.request("/config")).json()).toEqual({ config: { logLevel: "info" } });
-    expect((await app.request("/config", { method: "PUT" })).status).toBe(404);
+    // Without a token a method that changes state is refused before routing (403), with one it is routed (404).
+    expect((await app.request("/config", { method: "PUT" })).status).toBe(403);
+    const withToken = buildAdminApp({ role: "namesrv", version: "1", startedAt: 0, namesrv: info, token: () => "t0ken", config: () => ({}) });
+    expect((await withToken.request("/config", { method: "PUT", headers: { Authorization: "Bearer t0ken" } })).status).toBe(404);
+  });
+});
+
+describe("admin token (auth.ts)", () => {
+  let token = "";
+  let reloads = 0;
+  const app = buildAdminApp({
+    role: "namesrv",
+    version: "1",
+    startedAt: 0,
+    namesrv: info,
+    config: () => ({ ok: true }),
+    token: () => token,
+    reload: async () => {
+      reloads++;
+      return { status: "applied", changes: [] };
+    },
+  });
+  const get = (path: string, auth?: string) => app.request(path, auth === undefined ? {} : { headers: { Authorization: auth } });
+  const post = (path: string, auth?: string) =>
+    app.request(path, { method: "POST", ...(auth === undefined ? {} : { headers: { Authorization: auth } }) });
+
+  test("no token configured: reads are open, a write is 403 with a JSON error naming the keys", async () => {
+    token = "";
+    expect((await get("/config")).status).toBe(200);
+    const r = await post("/config/reload");
+    expect(r.status).toBe(403);
+    const body = (await r.json()) as { error: { code: string; message: string } };
+    expect(body.error.code).toBe("ADMIN_TOKEN_NOT_CONFIGURED");
+    expect(body.error.message).toContain("admin.token");
+    expect(reloads).toBe(0);
+  });
+
+  test("a token configured: /health open; missing or wrong token 401 with WWW-Authenticate; right token passes", async () => {
+    token = "s3cret-Token_1";
+    expect((await get("/health")).status).toBe(200);
+    for (const auth of [undefined, "Bearer wrong", "Basic czNjcmV0", "Bearer", "Bearer s3cret-Token_", "Bearer s3cret-Token_1x"]) {
+      const r = await get("/config", auth);
+      expect({ auth, status: r.status }).toEqual({ auth, status: 401 });
+      expect(r.headers.get("www-authenticate")).toContain("Bearer");
+      expect(((await r.json()) as { error: { code: string } }).error.code).toBe("UNAUTHORIZED");
+      expect({ auth, status: (await post("/config/reload", auth)).status }).toEqual({ auth, status: 401 });
+    }
+    expect(reloads).toBe(0);
+    expect((await get("/config", "Bearer s3cret-Token_1")).status).toBe(200);
+    expect((await get("/config", "bearer   s3cret-Token_1")).status).toBe(200);
+    const r = await post("/config/reload", "Bearer s3cret-Token_1");
+    expect(r.status).toBe(200);
+    expect(await r.json()).toEqual({ status: "applied", changes: [] });
+    expect(reloads).toBe(1);
+    // An unknown path is 401 without the token (routes are not revealed), 404 with it.
+    expect((await get("/nope")).status).toBe(401);
+    expect((await get("/nope", "Bearer s3cret-Token_1")).status).toBe(404);
+  });
+
+  test("the token is read per request: rotating it applies at once", async () => {
+    token = "first-token";
+    expect((await get("/config", "Bearer first-token")).status).toBe(200);
+    token = "second-token";
+    expect((await get("/config", "Bearer first-token")).status).toBe(401);
+    expect((await get("/config", "Bearer second-token")).status).toBe(200);
   });
 });

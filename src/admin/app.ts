@@ -1,7 +1,7 @@
 /**
  * The admin HTTP API (Hono), built from the info functions of the components a process runs.
  * Layout:
- *   GET /health                      every role
+ *   GET /health                      every role (never needs the admin token; see auth.ts for the rest)
  *   GET /config                      every role: the configuration in force (read-only), its
  *                                    DataVersion and the keys a SIGHUP or UPDATE_BROKER_CONFIG can change
  *   name server: /cluster /brokers /topics /topics/:topic/route /stats/requests   (also under /namesrv/...)
@@ -9,6 +9,7 @@
  *   /stats/requests: requests by request code since start (count, errors, by response code, a
  *                    latency histogram with cumulative `le` buckets, sum, p50/p99), from the
  *                    request pipeline's stats hook; the broker's counts both of its ports
+ *   POST /config/reload              every role: what SIGHUP does (needs the admin token, always)
  * In standalone, the name server routes live under /namesrv/ so that broker routes (which arrive
  * with the broker) own the root paths.
  */
@@ -16,6 +17,7 @@ import { type Context, Hono } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { BrokerInfo } from "../broker/index.ts";
 import type { NamesrvInfo } from "../namesrv/index.ts";
+import { adminAuth } from "./auth.ts";
 import { ApiError } from "./errors.ts";
 import { brokerRoutes } from "./routes/broker.ts";
 import { namesrvRoutes } from "./routes/namesrv.ts";
@@ -30,10 +32,19 @@ export interface AdminAppDeps {
   namesrvAtRoot?: boolean;
   /** The effective configuration, as plain JSON-able data. */
   config?: () => unknown;
+  /** The admin token in force ("" = none), read per request (./auth.ts). Absent = "". */
+  token?: () => string;
+  /** POST /config/reload: what SIGHUP does; resolves with the outcome. */
+  reload?: () => Promise<AdminReloadOutcome>;
 }
+
+/** runtime-config.ts's ReloadOutcome, as far as the API shows it. */
+export type AdminReloadOutcome =
+  { status: "invalid"; problems: string[] } | { status: "applied"; changes: readonly unknown[] } | { status: "failed"; error: string };
 
 export function buildAdminApp(deps: AdminAppDeps): Hono {
   const app = new Hono();
+  app.use("*", adminAuth(deps.token ?? (() => "")));
   app.get("/health", (c) => {
     // Where the process's memory is: RSS also counts touched pages of mapped store files.
     const m = process.memoryUsage();
@@ -48,13 +59,25 @@ export function buildAdminApp(deps: AdminAppDeps): Hono {
   });
   const config = deps.config;
   if (config) app.get("/config", (c) => c.json(config()));
+  const reload = deps.reload;
+  if (reload) {
+    app.post("/config/reload", async (c) => {
+      const r = await reload();
+      if (r.status === "invalid") throw new ApiError("RELOAD_REFUSED", { detail: r.problems.join("; ") });
+      if (r.status === "failed") throw new ApiError("INTERNAL", { detail: r.error });
+      return c.json(r);
+    });
+  }
   if (deps.broker) app.route("/", brokerRoutes(deps.broker));
   if (deps.namesrv) {
     const routes = namesrvRoutes(deps.namesrv);
     app.route("/namesrv", routes);
     if (deps.namesrvAtRoot) app.route("/", routes);
   }
-  const respond = (c: Context, err: ApiError) => c.json({ error: { code: err.code, message: err.message } }, err.status as ContentfulStatusCode);
+  const respond = (c: Context, err: ApiError) => {
+    if (err.status === 401) c.header("WWW-Authenticate", 'Bearer realm="rocketbun-admin"');
+    return c.json({ error: { code: err.code, message: err.message } }, err.status as ContentfulStatusCode);
+  };
   app.notFound((c) => respond(c, new ApiError("NOT_FOUND", { path: c.req.path })));
   app.onError((e, c) => respond(c, e instanceof ApiError ? e : new ApiError("INTERNAL", { detail: e.message })));
   return app;

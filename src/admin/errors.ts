@@ -10,6 +10,12 @@ export const API_ERRORS = {
   TOPIC_NOT_FOUND: { status: 404, message: "topic {topic} does not exist on this broker" },
   GROUP_NOT_FOUND: { status: 404, message: "consumer group {group} is not known to this broker" },
   BAD_REQUEST: { status: 400, message: "{detail}" },
+  UNAUTHORIZED: { status: 401, message: "{detail}: send the header 'Authorization: Bearer <admin token>'" },
+  ADMIN_TOKEN_NOT_CONFIGURED: {
+    status: 403,
+    message: "{method} {path} changes state and needs an admin token; none is configured (set admin.token or admin.tokenFile)",
+  },
+  RELOAD_REFUSED: { status: 422, message: "the configuration was not reloaded: {detail}" },
   INTERNAL: { status: 500, message: "internal error: {detail}" },
 } as const;
 

@@ -30,6 +30,7 @@ import {
   runsNamesrv,
   SECTIONS,
   setValue,
+  shownValue,
   type Config,
   type ConfigValue,
   type KeyPath,
@@ -354,7 +355,7 @@ export function toPlain(config: Config): Record<string, unknown> {
   const obj: Record<string, unknown> = {};
   for (const def of KEYS) {
     const [a, b] = def.key.split(".") as [string, string | undefined];
-    const v = getValue(config, def.key);
+    const v = shownValue(def, getValue(config, def.key));
     const plain = typeof v === "object" && !Array.isArray(v) ? formatHostPort(v) : v;
     if (b === undefined) obj[a] = plain;
     else ((obj[a] ??= {}) as Record<string, unknown>)[b] = plain;

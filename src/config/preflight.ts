@@ -1,7 +1,8 @@
 /**
  * Checks that need the OS, run after loadConfig and before anything starts, so that
  * `--check-config` catches them too: the store dir must be creatable and writable, an enabled
- * ACL's file must be readable (its rules are checked when the ACL hook is built), and every
+ * ACL's file must be readable (its rules are checked when the ACL hook is built), an admin
+ * token file must hold a token, and every
  * port the role binds must be free. Each problem names the key and where its value came from.
  *
  * Binding a port here and releasing it does not reserve it; the server can still lose a race.
@@ -9,6 +10,7 @@
  */
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { resolveAdminToken } from "./admin-token.ts";
 import { describeSource, type ConfigSources, type Source } from "./load.ts";
 import { formatHostPort, portsToBind, runsBroker, runsNamesrv, type Config, type KeyPath } from "./schema.ts";
 
@@ -26,6 +28,8 @@ export async function preflight(config: Config, loaded?: { sources: ConfigSource
     const problem = enabled ? checkReadable(file) : undefined;
     if (problem !== undefined) problems.push(`${where(key)}: ${key}: ${problem} (the ACL is enabled; see config/plain_acl.yml for the format)`);
   }
+  const token = resolveAdminToken(config.admin);
+  if (typeof token !== "string") problems.push(`${where("admin.tokenFile")}: admin.tokenFile: ${token.invalid}`);
   for (const p of portsToBind(config)) {
     if (p.hostPort.port === 0) continue; // ephemeral: the OS picks a free one
     const problem = tryBind(p.hostPort.host, p.hostPort.port);

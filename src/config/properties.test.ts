@@ -16,7 +16,20 @@ describe("broker config as properties (GET_BROKER_CONFIG / UPDATE_BROKER_CONFIG)
     expect(text.endsWith("\n")).toBe(true);
     // The name server's section is not part of a broker's configuration.
     expect(p.has("brokerExpiredMs")).toBe(false);
-    expect(p.size).toBe(BROKER_PROPERTY_KEYS.length);
+    expect(p.size).toBe(BROKER_PROPERTY_KEYS.filter((d) => !d.secret).length);
+  });
+
+  test("a secret is never listed, and cannot be set over the wire", () => {
+    const c = defaultConfig("standalone");
+    c.admin.token = "s3cret-token-value";
+    expect(toProperties(c)).not.toContain("s3cret");
+    expect(toProperties(c, "namesrv")).not.toContain("s3cret");
+    const r = readPropertyChanges("token=other\nadmin.token=x\n");
+    expect(r.values.size).toBe(0);
+    expect(r.problems).toEqual([
+      "token: a secret; it is set in the config file, never over the wire",
+      "admin.token: a secret; it is set in the config file, never over the wire",
+    ]);
   });
 
   test("every key reads back to the value it was written from", () => {
@@ -24,7 +37,8 @@ describe("broker config as properties (GET_BROKER_CONFIG / UPDATE_BROKER_CONFIG)
     c.broker.namesrvAddr = ["127.0.0.1:9876", "10.0.0.2:9876"];
     const r = readPropertyChanges(toProperties(c));
     expect(r.problems).toEqual([]);
-    for (const d of BROKER_PROPERTY_KEYS) expect({ key: d.key, v: r.values.get(d.key) }).toEqual({ key: d.key, v: getValue(c, d.key) });
+    for (const d of BROKER_PROPERTY_KEYS.filter((x) => !x.secret))
+      expect({ key: d.key, v: r.values.get(d.key) }).toEqual({ key: d.key, v: getValue(c, d.key) });
   });
 
   test("RocketMQ's name, our name and the dotted path all name the key", () => {

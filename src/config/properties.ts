@@ -11,7 +11,18 @@
  *
  * Pure: validation goes through the schema (checkFlagValue), as a command-line value does.
  */
-import { checkFlagValue, formatHostPort, getValue, keyDef, KEYS, type Config, type ConfigValue, type KeyDef, type KeyPath } from "./schema.ts";
+import {
+  checkFlagValue,
+  formatHostPort,
+  getValue,
+  keyDef,
+  KEYS,
+  shownValue,
+  type Config,
+  type ConfigValue,
+  type KeyDef,
+  type KeyPath,
+} from "./schema.ts";
 import { CQ_UNIT_SIZE } from "../protocol/store-layout.ts";
 
 interface RocketmqName {
@@ -69,16 +80,18 @@ function namesOf(keys: readonly KeyDef[]): Map<string, KeyPath> {
 /** Which process's configuration a properties text is about. */
 export type PropertyScope = "broker" | "namesrv";
 
+/** `keys` are listed (secrets never are); `names` are recognised (a secret, to be refused by name). */
 const SCOPES: Record<PropertyScope, { keys: readonly KeyDef[]; names: Map<string, KeyPath> }> = {
-  broker: { keys: BROKER_PROPERTY_KEYS, names: namesOf(BROKER_PROPERTY_KEYS) },
-  namesrv: { keys: NAMESRV_PROPERTY_KEYS, names: namesOf(NAMESRV_PROPERTY_KEYS) },
+  broker: { keys: BROKER_PROPERTY_KEYS.filter((d) => !d.secret), names: namesOf(BROKER_PROPERTY_KEYS) },
+  namesrv: { keys: NAMESRV_PROPERTY_KEYS.filter((d) => !d.secret), names: namesOf(NAMESRV_PROPERTY_KEYS) },
 };
 
 export function keyForProperty(name: string, scope: PropertyScope = "broker"): KeyPath | undefined {
   return SCOPES[scope].names.get(name);
 }
 
-function valueText(key: KeyPath, v: ConfigValue): string {
+function valueText(key: KeyPath, value: ConfigValue): string {
+  const v = shownValue(keyDef(key), value);
   const scale = ROCKETMQ_NAMES[key]?.scale;
   if (scale !== undefined && typeof v === "number") return String(Math.round(v * scale * 1e6) / 1e6);
   if (Array.isArray(v)) return v.join(";");
@@ -138,6 +151,10 @@ export function readPropertyChanges(text: string, scope: PropertyScope = "broker
     const def = key === undefined ? undefined : keyDef(key);
     if (key === undefined || def === undefined) {
       problems.push(`${name}: unknown key`);
+      continue;
+    }
+    if (def.secret) {
+      problems.push(`${name}: a secret; it is set in the config file, never over the wire`);
       continue;
     }
     const converted = fromRocketmqUnit(key, name, raw);

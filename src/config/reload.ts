@@ -6,7 +6,7 @@
  *
  * Pure: no IO. src/runtime-config.ts reads the file, calls these, and applies the result.
  */
-import { crossCheck, formatHostPort, getValue, KEYS, setValue, type Config, type ConfigValue, type KeyPath } from "./schema.ts";
+import { crossCheck, formatHostPort, getValue, keyDef, KEYS, setValue, shownValue, type Config, type ConfigValue, type KeyPath } from "./schema.ts";
 
 export interface KeyChange {
   key: KeyPath;
@@ -66,8 +66,10 @@ export function showValue(v: ConfigValue): string {
 
 /** One log line per change, e.g. `broker.maxMessageSizeBytes: 16384 → 65536`. */
 export function describeChange(c: KeyChange): string {
-  const what = `${c.key}: ${showValue(c.from)} → ${showValue(c.to)}`;
-  return c.live ? `${what} (applied)` : `${what}: changed in the file, needs a restart (still ${showValue(c.from)})`;
+  const def = keyDef(c.key);
+  const from = showValue(shownValue(def, c.from));
+  const what = `${c.key}: ${from} → ${showValue(shownValue(def, c.to))}`;
+  return c.live ? `${what} (applied)` : `${what}: changed in the file, needs a restart (still ${from})`;
 }
 
 /** The keys a running process can change, in schema order. */

@@ -59,9 +59,9 @@ describe("schema table", () => {
     expect(defaultConfig("master").broker.autoCreateTopicEnable).toBe(false);
     const c = defaultConfig("namesrv");
     expect(formatHostPort(c.namesrv.listen)).toBe("0.0.0.0:9876");
-    expect(formatHostPort(c.namesrv.admin)).toBe("0.0.0.0:9877");
+    expect(formatHostPort(c.namesrv.admin)).toBe("127.0.0.1:9877");
     expect(formatHostPort(c.broker.listen)).toBe("0.0.0.0:10911");
-    expect(formatHostPort(c.broker.admin)).toBe("0.0.0.0:10910");
+    expect(formatHostPort(c.broker.admin)).toBe("127.0.0.1:10910");
     expect(c.remoting.frameSizeMaxBytes).toBe(16777216);
     expect(getValue(c, "store.flushDiskType")).toBe("ASYNC_FLUSH");
   });

@@ -104,10 +104,17 @@ export interface Config {
     /** 0 = use accessMessageInMemoryMaxRatio; otherwise the distance in bytes. */
     accessMessageInMemoryMaxBytes: number;
   };
+  /** The admin HTTP API's access (its addresses are namesrv.admin and broker.admin). */
+  admin: {
+    /** Bearer token; "" = none. A secret: never shown (docs/CONVENTIONS.md §10). */
+    token: string;
+    /** A file holding the token (read at start and on every SIGHUP); "" = none. */
+    tokenFile: string;
+  };
 }
 
-export type SectionName = "remoting" | "namesrv" | "broker" | "store";
-export const SECTIONS: readonly SectionName[] = ["remoting", "namesrv", "broker", "store"];
+export type SectionName = "remoting" | "namesrv" | "broker" | "store" | "admin";
+export const SECTIONS: readonly SectionName[] = ["remoting", "namesrv", "broker", "store", "admin"];
 
 export type KeyPath =
   | "role"
@@ -115,7 +122,8 @@ export type KeyPath =
   | `remoting.${keyof Config["remoting"]}`
   | `namesrv.${keyof Config["namesrv"]}`
   | `broker.${keyof Config["broker"]}`
-  | `store.${keyof Config["store"]}`;
+  | `store.${keyof Config["store"]}`
+  | `admin.${keyof Config["admin"]}`;
 
 export type ConfigValue = string | number | boolean | HostPort | string[];
 
@@ -150,7 +158,9 @@ export type ValueType =
   /** Hours of the day as RocketMQ's deleteWhen writes them: "04" or "04;16" (00..23 each). */
   | { kind: "hoursOfDay" }
   /** RocketMQ's messageDelayLevel: durations like "1s 5m 2h" separated by spaces. */
-  | { kind: "delayLevels" };
+  | { kind: "delayLevels" }
+  /** A credential: "" (none) or printable characters without spaces. */
+  | { kind: "token" };
 
 export interface KeyDef {
   readonly key: KeyPath;
@@ -163,6 +173,8 @@ export interface KeyDef {
    * (src/runtime-config.ts); any other key is reported as "needs a restart" and left as it is.
    */
   readonly live?: true;
+  /** A credential: shown as REDACTED wherever the config is shown (GET /config, --print-config, properties, logs). */
+  readonly secret?: true;
   readonly doc: string;
   /** How the default is found when it is not a constant (role-dependent or derived). */
   readonly defaultDoc?: string;
@@ -211,7 +223,7 @@ export const KEYS: readonly KeyDef[] = [
     type: listenType,
     roles: NAMESRV_ROLES,
     doc: "name server admin HTTP address",
-    defaultDoc: "listen host, listen port + 1 (0 if listen port is 0)",
+    defaultDoc: "127.0.0.1 (or a loopback listen host), listen port + 1 (0 if listen port is 0)",
   },
   {
     key: "namesrv.brokerExpiredMs",
@@ -264,7 +276,7 @@ export const KEYS: readonly KeyDef[] = [
     type: listenType,
     roles: BROKER_ROLES,
     doc: "broker admin HTTP address",
-    defaultDoc: "listen host, listen port - 1 (0 if listen port is 0)",
+    defaultDoc: "127.0.0.1 (or a loopback listen host), listen port - 1 (0 if listen port is 0)",
   },
   {
     key: "broker.namesrvAddr",
@@ -560,9 +572,33 @@ export const KEYS: readonly KeyDef[] = [
     doc: "if > 0, this distance behind the CommitLog tail (instead of accessMessageInMemoryMaxRatio) counts as on disk",
     defaultDoc: "0 = accessMessageInMemoryMaxRatio percent of physical RAM",
   },
+  {
+    key: "admin.token",
+    live: true,
+    secret: true,
+    type: { kind: "token" },
+    roles: ALL,
+    doc: "bearer token of the admin HTTP API: when set, every endpoint but /health needs it; endpoints that change state always do",
+    defaultDoc: '"" = none: read-only endpoints are open, endpoints that change state are refused',
+  },
+  {
+    key: "admin.tokenFile",
+    live: true,
+    type: { kind: "path", allowEmpty: true },
+    roles: ALL,
+    doc: "file whose content (trimmed) is the admin token, re-read on SIGHUP; instead of admin.token",
+  },
 ];
 
 const BY_KEY = new Map<string, KeyDef>(KEYS.map((d) => [d.key, d]));
+
+/** What a secret key's value is shown as, wherever the configuration is shown. */
+export const REDACTED = "REDACTED";
+
+/** A value as it may be shown: a set secret is REDACTED (an unset one shows as "", so operators see it is unset). */
+export function shownValue(def: KeyDef | undefined, v: ConfigValue): ConfigValue {
+  return def?.secret && v !== "" ? REDACTED : v;
+}
 
 export function keyDef(key: string): KeyDef | undefined {
   return BY_KEY.get(key);
@@ -645,12 +681,16 @@ export function defaultConfig(role: Role): Config {
       aclFile: "",
     },
     store: { ...DEFAULT_STORE },
+    admin: { token: "", tokenFile: "" },
   };
 }
 
-/** Admin port next to the listen port; stays ephemeral when the listen port is. May exceed 65535. */
+/** Admin port next to the listen port, on 127.0.0.1; stays ephemeral when the listen port is. May exceed 65535. */
 export function defaultAdmin(listen: HostPort, offset: number): HostPort {
-  return { host: listen.host, port: listen.port === 0 ? 0 : listen.port + offset };
+  // Loopback unless the operator names an address: the admin API is for the host's operator
+  // (a loopback listen host, e.g. ::1, is kept).
+  const loopback = listen.host === "::1" || listen.host === "localhost" || listen.host.startsWith("127.");
+  return { host: loopback ? listen.host : "127.0.0.1", port: listen.port === 0 ? 0 : listen.port + offset };
 }
 
 // Config is a closed two-level record; these two helpers are the only untyped access to it.
@@ -844,6 +884,10 @@ function checkText(def: KeyDef, s: string): Checked {
     case "path":
       if (s === "" && !t.allowEmpty) return { ok: false, problem: "expected a path, got an empty string" };
       return { ok: true, value: s };
+    case "token":
+      // The value itself is never echoed: it may be a real credential with a typo.
+      if (!/^[\x21-\x7e]*$/.test(s)) return { ok: false, problem: "expected printable ASCII characters without spaces" };
+      return { ok: true, value: s };
     case "hoursOfDay": {
       const hours = parseDeleteWhen(s);
       if ("invalid" in hours) return { ok: false, problem: hours.invalid };
@@ -949,6 +993,13 @@ export function crossCheck(config: Config): KeyProblem[] {
   if (runsBroker(config.role)) {
     checkBroker(config, add);
     checkStore(config.store, out);
+  }
+  if (config.admin.token !== "" && config.admin.tokenFile !== "") {
+    out.push({
+      key: "admin.tokenFile",
+      problem: "set admin.token or admin.tokenFile, not both",
+      other: { key: "admin.token", problem: "set admin.token or admin.tokenFile, not both" },
+    });
   }
   const ports = portsToBind(config);
   for (const [i, p] of ports.entries()) {
