@@ -29,8 +29,8 @@ import type { ConfigUpdateOutcome } from "./remoting/index.ts";
 
 /** What the running components expose for runtime changes (absent = the role does not run it). */
 export interface RuntimeTargets {
-  broker?: { reconfigure(p: BrokerRuntimeOptions): Promise<void> };
-  namesrv?: { reconfigure(p: NamesrvRuntimeOptions): void };
+  broker?: { reconfigure(p: BrokerRuntimeOptions): Promise<void>; reloadFiles?(): void };
+  namesrv?: { reconfigure(p: NamesrvRuntimeOptions): void; reloadFiles?(): void };
   /** The name servers the broker registers with for a namesrvAddr (standalone: [] = its own). */
   resolveNamesrvAddr(list: string[]): string[];
   setLogLevel(level: LogLevel): void;
@@ -185,6 +185,9 @@ export class RuntimeConfig {
     try {
       const where = this.#file ?? "the command line";
       this.#log.info(`SIGHUP: reloading the configuration from ${where}`);
+      // Files the components enforce (the ACL file) are re-read whatever the config file says.
+      this.#targets.broker?.reloadFiles?.();
+      this.#targets.namesrv?.reloadFiles?.();
       const loaded = loadConfig(this.#file !== undefined ? { file: this.#file, flags: this.#flags } : { flags: this.#flags });
       if ("errors" in loaded) return this.#refuse(loaded.errors);
       for (const w of loaded.warnings) this.#log.warn(`reload: warning: ${w}`);

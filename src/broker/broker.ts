@@ -25,6 +25,7 @@ import {
   type RequestStatsSnapshot,
 } from "../remoting/index.ts";
 import type { RemotingNetwork } from "../remoting/transport.ts";
+import { aclHookOrThrow, type AclHook } from "../acl/index.ts";
 import { ConsumerManager, ProducerManager, type ClientChannel } from "./client-manager.ts";
 import type { BrokerContext, BrokerSettings } from "./context.ts";
 import type { BrokerRole } from "../protocol/broker-config.ts";
@@ -140,6 +141,8 @@ export class BrokerController {
   readonly #server: RemotingServer;
   readonly #vipServer: RemotingServer;
   readonly #requestStats = new RequestStats();
+  /** broker.aclEnable: RocketMQ's plain ACL, checked before any processor sees a request. */
+  readonly #acl: AclHook | undefined;
   readonly #client: RemotingClient;
   #ctx: BrokerContext | null = null;
   #registration: NamesrvRegistration | null = null;
@@ -163,11 +166,13 @@ export class BrokerController {
     this.#clock = o.clock ?? systemClock;
     this.#now = nowOf(this.#clock);
     this.#live = { haSlaveTimeoutMs: o.broker.haSlaveTimeoutMs, channelExpiredMs: o.broker.channelExpiredMs };
+    this.#acl = o.broker.aclEnable ? aclHookOrThrow(o.broker.aclFile, "broker", this.#clock) : undefined;
     const serverOpts = {
       host: o.broker.listen.host,
       frameSizeMaxBytes: o.remoting.frameSizeMaxBytes,
       connectionBufferMaxBytes: o.remoting.connectionBufferMaxBytes,
-      hooks: [this.#requestStats],
+      // ACL first: a refused request is counted by the stats hook with its refusal.
+      hooks: this.#acl ? [this.#acl, this.#requestStats] : [this.#requestStats],
       network: o.network,
     };
     this.#server = new RemotingServer({ ...serverOpts, port: o.broker.listen.port, log: scope("broker-remoting") });
@@ -607,7 +612,13 @@ export class BrokerController {
   }
 
   /** Clean stop: unregister, answer parked pulls, stop serving, persist, flush and close the store. */
+  /** SIGHUP: re-read the files the broker enforces (the ACL file also reloads itself when it changes). */
+  reloadFiles(): void {
+    this.#acl?.reload();
+  }
+
   async stop(): Promise<void> {
+    this.#acl?.close();
     await this.#registration?.unregisterAll();
     for (const t of this.#timers) this.#clock.clearInterval(t);
     this.#timers = [];

@@ -1,6 +1,6 @@
 /** The client's signing (ClientInstanceOptions.credentials) as the broker-side validator checks it. */
 import { expect, test } from "bun:test";
-import { checkAccess, parseAclRules, type AclRules } from "../broker/acl/index.ts";
+import { checkAccess, parseAclRules, type AclRules } from "../acl/index.ts";
 import { createRequest, type RemotingCommand } from "../remoting/command.ts";
 import { RequestCode } from "../remoting/request-code.ts";
 import { ClientInstance } from "./client-instance.ts";

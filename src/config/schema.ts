@@ -255,7 +255,7 @@ export const KEYS: readonly KeyDef[] = [
     doc: "KV config file",
     defaultDoc: '"" = <store.dir>/namesrv/kvConfig.json',
   },
-  // ACL (src/broker/acl/): RocketMQ 4.9 has none on the name server; here it guards its write requests.
+  // ACL (src/acl/): RocketMQ 4.9 has none on the name server; here it guards its write requests.
   {
     key: "namesrv.aclEnable",
     type: { kind: "bool" },

@@ -5,6 +5,7 @@
  */
 import { join } from "node:path";
 import type { Config } from "../config/schema.ts";
+import { aclHookOrThrow, type AclHook } from "../acl/index.ts";
 import { scope } from "../common/log.ts";
 import { RemotingServer, RequestStats, type ConfigUpdateOutcome, type RequestStatsSnapshot } from "../remoting/index.ts";
 import { KvConfigManager } from "./kv-config.ts";
@@ -65,6 +66,8 @@ export class NamesrvController {
   readonly #kv: KvConfigManager;
   readonly #server: RemotingServer;
   readonly #requestStats = new RequestStats();
+  /** namesrv.aclEnable: the name server's write requests need an admin account (or a white-listed address). */
+  readonly #acl: AclHook | undefined;
   readonly #now: () => number;
   #scanTimer: ReturnType<typeof setInterval> | null = null;
 
@@ -73,13 +76,14 @@ export class NamesrvController {
     this.#live = { brokerExpiredMs: ns.brokerExpiredMs, brokerScanIntervalMs: ns.brokerScanIntervalMs };
     this.#now = opts.now ?? Date.now;
     this.#kv = new KvConfigManager(ns.kvConfigPath || join(opts.storeDir, "namesrv", "kvConfig.json"));
+    this.#acl = ns.aclEnable ? aclHookOrThrow(ns.aclFile, "namesrv") : undefined;
     this.#server = new RemotingServer({
       host: ns.listen.host,
       port: ns.listen.port,
       frameSizeMaxBytes: opts.remoting.frameSizeMaxBytes,
       connectionBufferMaxBytes: opts.remoting.connectionBufferMaxBytes,
       log: scope("namesrv-remoting"),
-      hooks: [this.#requestStats],
+      hooks: this.#acl ? [this.#acl, this.#requestStats] : [this.#requestStats],
     });
     this.#deps = {
       routes: this.#routes,
@@ -129,7 +133,13 @@ export class NamesrvController {
     return this.#server.port;
   }
 
+  /** SIGHUP: re-read the ACL file (it also reloads itself when it changes). */
+  reloadFiles(): void {
+    this.#acl?.reload();
+  }
+
   stop(): void {
+    this.#acl?.close();
     if (this.#scanTimer) clearInterval(this.#scanTimer);
     this.#scanTimer = null;
     this.#server.stop();

@@ -19,13 +19,13 @@
  */
 import { readFileSync, statSync, watch, type FSWatcher } from "node:fs";
 import { basename, dirname } from "node:path";
-import { systemClock, type Clock, type TimerHandle } from "../../common/clock.ts";
-import type { Logger } from "../../common/log.ts";
-import { createResponse, type RemotingCommand } from "../../remoting/command.ts";
-import type { RemotingConnection } from "../../remoting/connection.ts";
-import type { RequestHook } from "../../remoting/pipeline.ts";
-import { requestCodeName } from "../../remoting/request-code.ts";
-import { ResponseCode } from "../../remoting/response-code.ts";
+import { systemClock, type Clock, type TimerHandle } from "../common/clock.ts";
+import { scope as logScope, type Logger } from "../common/log.ts";
+import { createResponse, type RemotingCommand } from "../remoting/command.ts";
+import type { RemotingConnection } from "../remoting/connection.ts";
+import type { RequestHook } from "../remoting/pipeline.ts";
+import { requestCodeName } from "../remoting/request-code.ts";
+import { ResponseCode } from "../remoting/response-code.ts";
 import { remoteHost } from "./address.ts";
 import { parseAclRules, type AclRules } from "./rules.ts";
 import { checkAccess, type AclDenial, type AclScope } from "./validator.ts";
@@ -183,4 +183,11 @@ export function createAclHook(opts: AclHookOptions): AclHook | { errors: string[
   const rules = readAclFile(opts.file);
   if ("errors" in rules) return rules;
   return new AclHook(rules, opts);
+}
+
+/** For a server's constructor: the hook, or an Error listing every problem of the file (the process does not start). */
+export function aclHookOrThrow(file: string, scope: AclScope, clock?: Clock): AclHook {
+  const hook = createAclHook({ file, scope, log: logScope(`acl-${scope}`), ...(clock ? { clock } : {}) });
+  if ("errors" in hook) throw new Error(`ACL file refused (${hook.errors.length} problem(s)):\n${hook.errors.join("\n")}`);
+  return hook;
 }

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { AclPerm, parseAclRules, parsePerm, parseResourcePerm, permits } from "./rules.ts";
 
 test("the shipped example (RocketMQ's distribution/conf/plain_acl.yml, commented) parses", () => {
-  const r = parseAclRules("plain_acl.yml", readFileSync(join(import.meta.dir, "../../../config/plain_acl.yml"), "utf8"));
+  const r = parseAclRules("plain_acl.yml", readFileSync(join(import.meta.dir, "../../config/plain_acl.yml"), "utf8"));
   if ("errors" in r) throw new Error(r.errors.join("\n"));
   const a = r.accounts.get("RocketMQ")!;
   expect(a.secretKey).toBe("12345678"); // a YAML number, read as its text

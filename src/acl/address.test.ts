@@ -10,7 +10,7 @@ interface AddressVector {
   matches?: Record<string, boolean>;
 }
 
-const vectors = JSON.parse(readFileSync(join(import.meta.dir, "../../../test/golden/acl/vectors.json"), "utf8")) as { addresses: AddressVector[] };
+const vectors = JSON.parse(readFileSync(join(import.meta.dir, "../../test/golden/acl/vectors.json"), "utf8")) as { addresses: AddressVector[] };
 
 describe("address patterns = RocketMQ 4.9.8 RemoteAddressStrategyFactory", () => {
   for (const v of vectors.addresses) {

@@ -22,8 +22,8 @@
  */
 import { isMap, isScalar, isSeq, LineCounter, parseDocument } from "yaml";
 import type { Node, Pair, YAMLMap } from "yaml";
-import { closest } from "../../config/schema.ts";
-import { retryTopic } from "../../protocol/topics.ts";
+import { closest } from "../config/schema.ts";
+import { retryTopic } from "../protocol/topics.ts";
 import { parseAddressPattern, type AddressMatcher } from "./address.ts";
 
 /** Java `Permission` bits (not PermName's): a needed perm is met when the owned one shares a bit. */

@@ -3,12 +3,12 @@ import { afterEach, expect, test } from "bun:test";
 import { mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Logger } from "../../common/log.ts";
-import { signRequest } from "../../protocol/acl-signature.ts";
-import { createRequest, isResponse } from "../../remoting/command.ts";
-import type { RemotingConnection } from "../../remoting/connection.ts";
-import { RequestCode } from "../../remoting/request-code.ts";
-import { ResponseCode } from "../../remoting/response-code.ts";
+import type { Logger } from "../common/log.ts";
+import { signRequest } from "../protocol/acl-signature.ts";
+import { createRequest, isResponse } from "../remoting/command.ts";
+import type { RemotingConnection } from "../remoting/connection.ts";
+import { RequestCode } from "../remoting/request-code.ts";
+import { ResponseCode } from "../remoting/response-code.ts";
 import { AclHook, createAclHook, DENIAL_LOG_KEYS_MAX } from "./hook.ts";
 
 const ACL = (topicPerm: string) => `accounts:\n  - accessKey: producer1\n    secretKey: secret-1\n    defaultTopicPerm: ${topicPerm}\n`;

@@ -37,11 +37,11 @@
  * the broker parse heartbeat bodies; Java parses first, and refuses a white-listed peer's
  * malformed heartbeat, which here reaches the processor (and is refused there).
  */
-import { parseJsonBytes } from "../../common/json.ts";
-import { ACL_ACCESS_KEY_FIELD, ACL_SIGNATURE_FIELD, signedText, verifyAclSignature } from "../../protocol/acl-signature.ts";
-import { RETRY_GROUP_TOPIC_PREFIX, retryTopic, TRACE_TOPIC } from "../../protocol/topics.ts";
-import type { RemotingCommand } from "../../remoting/command.ts";
-import { RequestCode } from "../../remoting/request-code.ts";
+import { parseJsonBytes } from "../common/json.ts";
+import { ACL_ACCESS_KEY_FIELD, ACL_SIGNATURE_FIELD, signedText, verifyAclSignature } from "../protocol/acl-signature.ts";
+import { RETRY_GROUP_TOPIC_PREFIX, retryTopic, TRACE_TOPIC } from "../protocol/topics.ts";
+import type { RemotingCommand } from "../remoting/command.ts";
+import { RequestCode } from "../remoting/request-code.ts";
 import { AclPerm, permits, type AclRules } from "./rules.ts";
 
 /** Java Permission.ADMIN_CODE. */

@@ -4,10 +4,10 @@
  * unsigned or tampered request through. The seed is printed; SEED=n replays it.
  */
 import { expect, test } from "bun:test";
-import { fuzzIterations, fuzzSeed, prng, type Rng } from "../../../test/harness/fuzz.ts";
-import { signRequest } from "../../protocol/acl-signature.ts";
-import { createRequest, type RemotingCommand } from "../../remoting/command.ts";
-import { RequestCode } from "../../remoting/request-code.ts";
+import { fuzzIterations, fuzzSeed, prng, type Rng } from "../../test/harness/fuzz.ts";
+import { signRequest } from "../protocol/acl-signature.ts";
+import { createRequest, type RemotingCommand } from "../remoting/command.ts";
+import { RequestCode } from "../remoting/request-code.ts";
 import { parseAclRules, type AclRules } from "./rules.ts";
 import { checkAccess } from "./validator.ts";
 

@@ -5,9 +5,9 @@
 import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { signRequest } from "../../protocol/acl-signature.ts";
-import { createRequest, type RemotingCommand } from "../../remoting/command.ts";
-import { RequestCode } from "../../remoting/request-code.ts";
+import { signRequest } from "../protocol/acl-signature.ts";
+import { createRequest, type RemotingCommand } from "../remoting/command.ts";
+import { RequestCode } from "../remoting/request-code.ts";
 import { remoteHost } from "./address.ts";
 import { parseAclRules, type AclRules } from "./rules.ts";
 import { checkAccess } from "./validator.ts";
@@ -22,7 +22,7 @@ interface Case {
   error?: string;
 }
 
-const golden = JSON.parse(readFileSync(join(import.meta.dir, "../../../test/golden/acl/vectors.json"), "utf8")) as {
+const golden = JSON.parse(readFileSync(join(import.meta.dir, "../../test/golden/acl/vectors.json"), "utf8")) as {
   validator: { plainAclYml: string; cases: Case[] };
 };
 
