@@ -85,7 +85,8 @@ accounts:
   });
 
   test("admin-only codes, before resources; an admin without listed perms may do anything", () => {
-    for (const code of [17, 25, 215, 200, 207]) expect(check(signed(code, { topic: "t" }))).toContain("Need admin permission for request code=");
+    for (const code of [17, 25, 215, 200, 207, 50, 51, 52, 53])
+      expect(check(signed(code, { topic: "t" }))).toContain("Need admin permission for request code=");
     expect(check(signed(RequestCode.UPDATE_AND_CREATE_TOPIC, { topic: "t" }, "admin-ak", "admin-sk"))).toBeUndefined();
     // An admin with some perms listed is held to them.
     expect(check(signed(RequestCode.SEND_MESSAGE, { topic: "denied", group: "g" }, "admin-ak", "admin-sk"))).toBe(

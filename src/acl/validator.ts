@@ -29,7 +29,8 @@
  * So, as on a Java 4.9 broker, SEND_BATCH_MESSAGE, QUERY_CONSUMER_OFFSET, END_TRANSACTION and
  * LOCK/UNLOCK_BATCH_MQ need a valid signature but no resource permission. Admin-only codes
  * (Java Permission.ADMIN_CODE): UPDATE_AND_CREATE_TOPIC, UPDATE_BROKER_CONFIG,
- * DELETE_TOPIC_IN_BROKER, UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, DELETE_SUBSCRIPTIONGROUP. On a
+ * DELETE_TOPIC_IN_BROKER, UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, DELETE_SUBSCRIPTIONGROUP, and —
+ * our addition, see BROKER_ADMIN_CODES — the ACL admin requests 50–53. On a
  * name server (namesrv.aclEnable, RocketBun's own: 4.9's name server has no ACL) only the write
  * codes of NAMESRV_WRITE_CODES are checked, all of them admin-only, and nothing else is.
  *
@@ -44,13 +45,21 @@ import type { RemotingCommand } from "../remoting/command.ts";
 import { RequestCode } from "../remoting/request-code.ts";
 import { AclPerm, permits, type AclRules } from "./rules.ts";
 
-/** Java Permission.ADMIN_CODE. */
+/**
+ * Java Permission.ADMIN_CODE, plus the four ACL admin requests (50–53). Those are not in Java
+ * 4.9.8's set: there any signed account may rewrite plain_acl.yml — even make itself admin — so
+ * here they are admin-only, the one place our verdicts differ from Java's on purpose.
+ */
 export const BROKER_ADMIN_CODES: ReadonlySet<number> = new Set([
   RequestCode.UPDATE_AND_CREATE_TOPIC,
   RequestCode.UPDATE_BROKER_CONFIG,
   RequestCode.DELETE_TOPIC_IN_BROKER,
   RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
   RequestCode.DELETE_SUBSCRIPTIONGROUP,
+  RequestCode.UPDATE_AND_CREATE_ACL_CONFIG,
+  RequestCode.DELETE_ACL_CONFIG,
+  RequestCode.GET_BROKER_CLUSTER_ACL_INFO,
+  RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG,
 ]);
 
 /** The name server requests that change something: with namesrv.aclEnable, admin accounts only. */

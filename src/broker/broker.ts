@@ -34,6 +34,7 @@ import { PullRequestHoldService } from "./long-polling.ts";
 import { BrokerStats } from "./stats.ts";
 import { NamesrvRegistration } from "./namesrv-registration.ts";
 import { SlaveSynchronize } from "./slave-sync.ts";
+import { AclAdminProcessor } from "./processors/acl-admin.ts";
 import { AdminProcessor } from "./processors/admin.ts";
 import { BrokerToClientProcessor } from "./processors/broker-to-client.ts";
 import { ClientManageProcessor } from "./processors/client-manage.ts";
@@ -382,6 +383,7 @@ export class BrokerController {
       [QueryMessageProcessor.CODES, new QueryMessageProcessor(ctx)],
       [AdminProcessor.CODES, new AdminProcessor(ctx, ctx.stats, undefined, this.#o.configAccess)],
       [BrokerToClientProcessor.CODES, new BrokerToClientProcessor(ctx)],
+      [AclAdminProcessor.CODES, new AclAdminProcessor(ctx, this.#acl)],
     ];
     for (const [codes, p] of processors) {
       this.#server.registerAll(codes, p);
