@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { describeSource, loadConfig, toYaml, type CliFlags, type LoadedConfig } from "./load.ts";
-import { KEYS, ROLES } from "./schema.ts";
+import { KEYS, ROLES, SECTIONS } from "./schema.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "rocketbun-load-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -175,7 +175,9 @@ describe("every error kind", () => {
     expect(errorsOf(undefined, { ...flags, brokerId: "-1" })).toEqual(['--broker-id: expected an integer ≥ 0, got "-1"']);
     expect(errorsOf(undefined, { ...flags, listen: "nohost" })).toEqual(['--listen: expected HOST:PORT, got "nohost"']);
     expect(errorsOf(undefined, { ...flags, namesrv: "a:1;b" })).toEqual(['--namesrv: expected HOST:PORT, got "b"']);
-    expect(errorsOf(undefined, { ...flags, flushDisk: "FAST" })).toEqual(['--flush-disk: "FAST" is not one of the allowed values: ASYNC_FLUSH, SYNC_FLUSH']);
+    expect(errorsOf(undefined, { ...flags, flushDisk: "FAST" })).toEqual([
+      '--flush-disk: "FAST" is not one of the allowed values: ASYNC_FLUSH, SYNC_FLUSH',
+    ]);
     expect(errorsOf(undefined, { ...flags, logLevel: "Debug" })).toEqual([
       '--log-level: "Debug" is not one of the allowed values: debug, info, warn, error (did you mean "debug"?)',
     ]);
@@ -189,13 +191,13 @@ describe("role rules", () => {
     );
     expect(oneError("broker:\n  brokerId: 2\n")).toBe("2:3: broker.brokerId: must be 0 for role master, got 2 (only slaves have brokerId ≥ 1)");
     expect(oneError("broker:\n  brokerRole: SYNC_MASTER\n", { role: "slave", namesrv: "h:1" })).toBe(
-      "2:3: broker.brokerRole: \"SYNC_MASTER\" is not allowed for role slave (a slave's brokerRole is always SLAVE)",
+      '2:3: broker.brokerRole: "SYNC_MASTER" is not allowed for role slave (a slave\'s brokerRole is always SLAVE)',
     );
     expect(oneError("broker:\n  brokerRole: SLAVE\n", { role: "standalone" })).toBe(
       '2:3: broker.brokerRole: "SLAVE" is not allowed for role standalone (use ASYNC_MASTER or SYNC_MASTER, or --role slave)',
     );
     expect(errorsOf(undefined, { role: "slave", namesrv: "h:1", brokerRole: "ASYNC_MASTER" })).toEqual([
-      "--broker-role: \"ASYNC_MASTER\" is not allowed for role slave (a slave's brokerRole is always SLAVE)",
+      '--broker-role: "ASYNC_MASTER" is not allowed for role slave (a slave\'s brokerRole is always SLAVE)',
     ]);
   });
 
@@ -231,10 +233,20 @@ describe("store keys", () => {
   test("defaults follow RocketMQ", () => {
     const s = ok(undefined, { role: "standalone" }).config.store;
     expect(s).toMatchObject({
-      syncFlushTimeoutMs: 5000, checkCrcOnRecover: true, consumeQueueUnitsPerFile: 300000, indexSlotNum: 5000000,
-      indexNum: 20000000, fileReservedTimeHours: 72, deleteWhen: "04", deleteCommitLogFilesIntervalMs: 10000,
-      diskMaxUsedSpaceRatio: 0.75, diskCriticalRatio: 0.9, maxTransferBytesOnMessageInMemory: 262144,
-      maxTransferCountOnMessageInMemory: 32, maxTransferBytesOnMessageInDisk: 65536, maxTransferCountOnMessageInDisk: 8,
+      syncFlushTimeoutMs: 5000,
+      checkCrcOnRecover: true,
+      consumeQueueUnitsPerFile: 300000,
+      indexSlotNum: 5000000,
+      indexNum: 20000000,
+      fileReservedTimeHours: 72,
+      deleteWhen: "04",
+      deleteCommitLogFilesIntervalMs: 10000,
+      diskMaxUsedSpaceRatio: 0.75,
+      diskCriticalRatio: 0.9,
+      maxTransferBytesOnMessageInMemory: 262144,
+      maxTransferCountOnMessageInMemory: 32,
+      maxTransferBytesOnMessageInDisk: 65536,
+      maxTransferCountOnMessageInDisk: 8,
       accessMessageInMemoryMaxRatio: 40,
     });
   });
@@ -291,7 +303,9 @@ describe("store keys", () => {
     expect(oneError("store:\n  diskMaxUsedSpaceRatio: 75\n")).toBe(
       "2:3: store.diskMaxUsedSpaceRatio: out of range: must be between 0.1 and 0.95, got 75 (a fraction: write 0.75 for 75%)",
     );
-    expect(oneError("store:\n  diskMaxUsedSpaceRatio: 0.05\n")).toBe("2:3: store.diskMaxUsedSpaceRatio: out of range: must be between 0.1 and 0.95, got 0.05");
+    expect(oneError("store:\n  diskMaxUsedSpaceRatio: 0.05\n")).toBe(
+      "2:3: store.diskMaxUsedSpaceRatio: out of range: must be between 0.1 and 0.95, got 0.05",
+    );
     expect(oneError("store:\n  diskCriticalRatio: 1\n")).toBe("2:3: store.diskCriticalRatio: out of range: must be between 0.1 and 0.99, got 1");
     expect(oneError("store:\n  diskMaxUsedSpaceRatio: '0.5'\n")).toBe('2:3: store.diskMaxUsedSpaceRatio: expected a number, got "0.5"');
     expect(oneError("store:\n  diskMaxUsedSpaceRatio: .nan\n")).toBe("2:3: store.diskMaxUsedSpaceRatio: expected a number, got .nan");
@@ -411,9 +425,19 @@ describe("precedence: flags > file > defaults", () => {
 
   test("every flag maps to its key", () => {
     const c = ok(undefined, {
-      role: "master", listen: "127.0.0.1:20000", admin: "127.0.0.1:20100", namesrv: "10.0.0.1:9876;10.0.0.2:9876",
-      store: "/tmp/x", cluster: "c1", brokerName: "b1", brokerId: "0", brokerRole: "SYNC_MASTER",
-      flushDisk: "SYNC_FLUSH", logLevel: "debug", portsFile: "/tmp/ports.json", config: undefined,
+      role: "master",
+      listen: "127.0.0.1:20000",
+      admin: "127.0.0.1:20100",
+      namesrv: "10.0.0.1:9876;10.0.0.2:9876",
+      store: "/tmp/x",
+      cluster: "c1",
+      brokerName: "b1",
+      brokerId: "0",
+      brokerRole: "SYNC_MASTER",
+      flushDisk: "SYNC_FLUSH",
+      logLevel: "debug",
+      portsFile: "/tmp/ports.json",
+      config: undefined,
     }).config;
     expect(c.broker.listen.port).toBe(20000);
     expect(c.broker.admin.port).toBe(20100);
@@ -467,9 +491,15 @@ describe("--print-config", () => {
     for (const role of ROLES) {
       const first = ok(
         "namesrv:\n  listen: '[::1]:0'\nbroker:\n  haMasterAddress: 10.0.0.9:10912\n" +
-          "store:\n  deleteWhen: 04;16\n  diskMaxUsedSpaceRatio: 0.5\n  diskCriticalRatio: 0.875\n  checkCrcOnRecover: false\n", {
-        role, namesrv: "10.0.0.1:9876;10.0.0.2:9876", store: join(dir, "data"), brokerName: "1234", cluster: "true",
-      }).config;
+          "store:\n  deleteWhen: 04;16\n  diskMaxUsedSpaceRatio: 0.5\n  diskCriticalRatio: 0.875\n  checkCrcOnRecover: false\n",
+        {
+          role,
+          namesrv: "10.0.0.1:9876;10.0.0.2:9876",
+          store: join(dir, "data"),
+          brokerName: "1234",
+          cluster: "true",
+        },
+      ).config;
       const again = ok(toYaml(first), {}).config;
       expect(again).toEqual(first);
     }
@@ -484,7 +514,7 @@ describe("--print-config", () => {
       const name = l.trim().split(":")[0] ?? "";
       if (!l.startsWith(" ")) {
         section = name;
-        if (!["remoting", "namesrv", "broker", "store"].includes(name)) printed.push(name);
+        if (!(SECTIONS as readonly string[]).includes(name)) printed.push(name);
       } else printed.push(`${section}.${name}`);
     }
     expect(printed).toEqual(KEYS.map((d) => d.key));

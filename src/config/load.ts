@@ -224,6 +224,11 @@ function derive(config: Config, sources: ConfigSources, rejected: Set<KeyPath>):
   config.store.dir = resolve(config.store.dir);
   const kv = config.namesrv.kvConfigPath;
   config.namesrv.kvConfigPath = kv === "" ? join(config.store.dir, "namesrv", "kvConfig.json") : resolve(kv);
+  // Absolute, so the log says which file and a SIGHUP re-reads the same one.
+  const tls = config.tls;
+  for (const k of ["certPath", "keyPath", "trustCertPath", "clientTrustCertPath", "clientCertPath", "clientKeyPath"] as const) {
+    if (tls[k] !== "") tls[k] = resolve(tls[k]);
+  }
   return errors;
 }
 
@@ -345,13 +350,19 @@ function unknownKey(name: string, section: string | undefined): string {
 // ---------------------------------------------------------------------------------------------
 // --print-config
 
-/** The config as plain nested data in schema order, addresses as HOST:PORT strings (print, admin API). */
+/** How a set secret key (tls.keyPassword) is shown: never its value. */
+export const SECRET_SHOWN_AS = "(set, not shown)";
+
+/**
+ * The config as plain nested data in schema order, addresses as HOST:PORT strings, secrets
+ * masked (print, admin API).
+ */
 export function toPlain(config: Config): Record<string, unknown> {
   const obj: Record<string, unknown> = {};
   for (const def of KEYS) {
     const [a, b] = def.key.split(".") as [string, string | undefined];
     const v = getValue(config, def.key);
-    const plain = typeof v === "object" && !Array.isArray(v) ? formatHostPort(v) : v;
+    const plain = def.secret && v !== "" ? SECRET_SHOWN_AS : typeof v === "object" && !Array.isArray(v) ? formatHostPort(v) : v;
     if (b === undefined) obj[a] = plain;
     else ((obj[a] ??= {}) as Record<string, unknown>)[b] = plain;
   }

@@ -1,13 +1,14 @@
 /**
  * Checks that need the OS, run after loadConfig and before anything starts, so that
- * `--check-config` catches them too: the store dir must be creatable and writable, and every
- * port the role binds must be free. Each problem names the key and where its value came from.
+ * `--check-config` catches them too: the store dir must be creatable and writable, every
+ * port the role binds must be free, and the TLS files must be readable and fit together. Each problem names the key and where its value came from.
  *
  * Binding a port here and releasing it does not reserve it; the server can still lose a race.
  * The point is a clear message for the common case (another process already holds the port).
  */
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { checkTlsSettings } from "../common/tls.ts";
 import { describeSource, type ConfigSources, type Source } from "./load.ts";
 import { formatHostPort, portsToBind, type Config, type KeyPath } from "./schema.ts";
 
@@ -29,6 +30,8 @@ export async function preflight(config: Config, loaded?: { sources: ConfigSource
     const what = p.derived !== undefined ? `${p.purpose} port ${formatHostPort(p.hostPort)} (${p.derived})` : formatHostPort(p.hostPort);
     problems.push(`${where(p.key)}: ${p.key}: ${what} ${problem}`);
   }
+  // TLS files: readable, parsable, key matching certificate (what the TLS engine will check).
+  for (const t of await checkTlsSettings(config.tls)) problems.push(`${where(t.key as KeyPath)}: ${t.key}: ${t.problem}`);
   return problems;
 }
 

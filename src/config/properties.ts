@@ -42,10 +42,10 @@ const ROCKETMQ_NAMES: Partial<Record<KeyPath, RocketmqName>> = {
 };
 
 /** The keys a broker's configuration consists of: everything but the name server's section. */
-export const BROKER_PROPERTY_KEYS: readonly KeyDef[] = KEYS.filter((d) => !d.key.startsWith("namesrv."));
+export const BROKER_PROPERTY_KEYS: readonly KeyDef[] = KEYS.filter((d) => !d.key.startsWith("namesrv.") && d.secret !== true);
 
 /** The keys a name server's configuration consists of (GET_NAMESRV_CONFIG): those of its role. */
-export const NAMESRV_PROPERTY_KEYS: readonly KeyDef[] = KEYS.filter((d) => d.roles.includes("namesrv"));
+export const NAMESRV_PROPERTY_KEYS: readonly KeyDef[] = KEYS.filter((d) => d.roles.includes("namesrv") && d.secret !== true);
 
 function leaf(key: KeyPath): string {
   return key.slice(key.indexOf(".") + 1);

@@ -6,7 +6,7 @@
  *
  * Pure: no IO. src/runtime-config.ts reads the file, calls these, and applies the result.
  */
-import { crossCheck, formatHostPort, getValue, KEYS, setValue, type Config, type ConfigValue, type KeyPath } from "./schema.ts";
+import { crossCheck, formatHostPort, getValue, keyDef, KEYS, setValue, type Config, type ConfigValue, type KeyPath } from "./schema.ts";
 
 export interface KeyChange {
   key: KeyPath;
@@ -66,6 +66,7 @@ export function showValue(v: ConfigValue): string {
 
 /** One log line per change, e.g. `broker.maxMessageSizeBytes: 16384 → 65536`. */
 export function describeChange(c: KeyChange): string {
+  if (keyDef(c.key)?.secret) return `${c.key}: changed${c.live ? " (applied)" : " in the file, needs a restart"} (value not shown)`;
   const what = `${c.key}: ${showValue(c.from)} → ${showValue(c.to)}`;
   return c.live ? `${what} (applied)` : `${what}: changed in the file, needs a restart (still ${showValue(c.from)})`;
 }
