@@ -74,6 +74,12 @@ export interface TlsServerSide {
   options(): TLSOptions | undefined;
 }
 
+/** What a process's components take: the listeners' side and the outgoing connections' options (TlsContext). */
+export interface TlsMaterial extends TlsServerSide {
+  /** Options for a new outgoing connection, or undefined for plaintext (tls.enable false). */
+  client(): ClientTls | undefined;
+}
+
 /** How long a new connection may stay silent, and a TLS handshake take, before it is closed. */
 export const FIRST_BYTE_TIMEOUT_MS = 10_000;
 
@@ -200,7 +206,7 @@ export type TlsReloadOutcome = { status: "reloaded" | "unchanged" | "off" } | { 
  * when everything is valid, so a half-written or mismatched file keeps the old certificates.
  * New connections use the new material; open ones keep theirs.
  */
-export class TlsContext implements TlsServerSide {
+export class TlsContext implements TlsMaterial {
   readonly mode: TlsServerMode;
   readonly #settings: TlsSettings;
   readonly #log: Logger;
@@ -221,7 +227,7 @@ export class TlsContext implements TlsServerSide {
     const read = await readAll(settings);
     if ("problems" in read) throw new Error(read.problems.join("; "));
     const ctx = new TlsContext(settings, log, read.pem, read.client);
-    log.info(await ctx.#describe());
+    if (read.pem !== undefined || read.client !== undefined) log.info(await ctx.#describe());
     return ctx;
   }
 
