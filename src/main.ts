@@ -70,14 +70,8 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   setLogLevel(config.logLevel);
-  // One TLS context for every port and outgoing connection of the process; SIGHUP re-reads its files.
-  let tls: TlsContext;
-  try {
-    tls = await TlsContext.load(config.tls, scope("tls"));
-  } catch (e) {
-    err(`rocketbun: cannot start: ${e instanceof Error ? e.message : String(e)}`);
-    return EXIT_CONFIG;
-  }
+  const tls = await loadTls(config);
+  if (!tls) return EXIT_CONFIG;
   // Filled in by startRole as the components come up; the runtime config applies reloads to them.
   const targets: RuntimeTargets = { setLogLevel, resolveNamesrvAddr: (list) => list, reloadTls: () => tls.reload() };
   const runtime = new RuntimeConfig({ config, sources: loaded.sources, file: args.flags.config, flags: args.flags, targets });
@@ -99,6 +93,17 @@ async function main(argv: string[]): Promise<number> {
   started = true;
   if (hupDuringStart) void runtime.reload();
   return await waitForSignal(running);
+}
+
+/** One TLS context for every port and outgoing connection of the process; SIGHUP re-reads its files. */
+async function loadTls(config: Config): Promise<TlsContext | undefined> {
+  try {
+    return await TlsContext.load(config.tls, scope("tls"));
+  } catch (e) {
+    // Preflight checked the files a moment ago: only a file changed since then gets here.
+    err(`rocketbun: cannot start: ${e instanceof Error ? e.message : String(e)}`);
+    return undefined;
+  }
 }
 
 /** What start-up has done so far: how to undo it, the ports for --ports-file, the start-up line. */

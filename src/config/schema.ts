@@ -659,18 +659,23 @@ export function defaultConfig(role: Role): Config {
       accessMessageInMemoryMaxRatio: 40,
       accessMessageInMemoryMaxBytes: 0,
     },
-    tls: {
-      serverMode: "permissive",
-      certPath: "",
-      keyPath: "",
-      keyPassword: "",
-      trustCertPath: "",
-      needClientAuth: "none",
-      enable: false,
-      clientTrustCertPath: "",
-      clientCertPath: "",
-      clientKeyPath: "",
-    },
+    tls: defaultTls(),
+  };
+}
+
+/** RocketMQ's defaults: permissive (plaintext until a certificate is configured), outgoing plaintext. */
+function defaultTls(): Config["tls"] {
+  return {
+    serverMode: "permissive",
+    certPath: "",
+    keyPath: "",
+    keyPassword: "",
+    trustCertPath: "",
+    needClientAuth: "none",
+    enable: false,
+    clientTrustCertPath: "",
+    clientCertPath: "",
+    clientKeyPath: "",
   };
 }
 
