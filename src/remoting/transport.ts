@@ -137,7 +137,9 @@ async function connectNodeTls(host: string, port: number, tls: ClientTls): Promi
     sock.once("secureConnect", () => {
       sock.off("error", fail);
       // node:tls checks the host name only with rejectUnauthorized; "full" asks for it here.
-      const chainError = (sock.authorizationError as Error | null | undefined) ?? null;
+      // Node gives the verify error as its code string (e.g. "UNABLE_TO_VERIFY_LEAF_SIGNATURE").
+      const raw: unknown = sock.authorizationError;
+      const chainError = raw == null ? null : raw instanceof Error ? raw : Object.assign(new Error(String(raw)), { code: String(raw) });
       const hostError = tls.verify === "full" && chainError === null ? (checkServerIdentity(host, sock.getPeerCertificate()) ?? null) : null;
       const problem = peerProblem(tls.verify, sock.authorized && hostError === null, chainError ?? hostError);
       if (problem !== undefined) fail(new Error(`TLS: server certificate refused: ${problem}`));

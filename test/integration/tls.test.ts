@@ -12,7 +12,7 @@ import { Producer, PullConsumer, type MessageExt } from "rocketbun/client";
 import { scope } from "../../src/common/log.ts";
 import { connectBun } from "../../src/common/tls.ts";
 import { createRequest, RemotingClient, REMOTING_CLIENT_DEFAULTS, RequestCode } from "../../src/remoting/index.ts";
-import { startRocketbun, waitFor, type RunningBinary } from "../harness/binary.ts";
+import { ROOT, startRocketbun, waitFor, type RunningBinary } from "../harness/binary.ts";
 import { makeCerts, opensslPresent, type CertSet } from "../harness/certs.ts";
 import { freeBrokerPort } from "../harness/ha-cluster.ts";
 import { testMinYaml, uniq } from "../client/support.ts";
@@ -124,6 +124,35 @@ describe.skipIf(!run)("TLS (compiled binary)", () => {
     raw.write(new Uint8Array(8));
     await waitFor(() => closed, 5000, "the master's HA port to close a plaintext connection");
   }, 60_000);
+
+  // node:tls path of src/remoting/transport.ts, through the Node bundle (scripts/build-client.ts).
+  test.skipIf(Bun.which("node") === null)(
+    "Node 20: the client bundle sends over TLS with the CA, and is refused with another CA",
+    async () => {
+      const c = certs!;
+      const build = Bun.spawnSync([process.execPath, join(ROOT, "scripts/build-client.ts")], { cwd: ROOT, stdout: "pipe", stderr: "pipe" });
+      expect(build.exitCode, build.stderr.toString()).toBe(0);
+      await using srv = await startRocketbun({ role: "standalone", configYaml: testMinYaml({ tls: tlsSection(c) }) });
+      const script = `
+      import { readFileSync } from "node:fs";
+      import { Producer } from ${JSON.stringify(join(ROOT, "dist/client/index.js"))};
+      const [namesrv, ca, wrongCa] = process.argv.slice(1);
+      const send = async (caFile) => {
+        const p = new Producer({ namesrv, group: "PG_node_tls_" + process.pid, tls: { ca: readFileSync(caFile, "utf8") }, requestTimeoutMs: 1500 });
+        await p.start();
+        try { return (await p.send({ topic: "T_node_tls", body: new TextEncoder().encode("n") })).status; }
+        catch (e) { return "error"; }
+        finally { await p.shutdown(); }
+      };
+      console.log(JSON.stringify({ right: await send(ca), wrong: await send(wrongCa) }));
+    `;
+      const proc = Bun.spawn(["node", "--input-type=module", "-e", script, srv.namesrvAddr, c.ca, c.wrongCa], { stdout: "pipe", stderr: "pipe" });
+      const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+      expect(code, err).toBe(0);
+      expect(JSON.parse(out.trim().split("\n").pop()!)).toEqual({ right: "SEND_OK", wrong: "error" });
+    },
+    60_000,
+  );
 
   test("SIGHUP re-reads the certificate files: new connections get the new certificate, a bad file keeps the old one", async () => {
     const c = certs!;
