@@ -11,6 +11,7 @@ import { RuntimeConfig, type RuntimeTargets } from "./runtime-config.ts";
 import { preflight } from "./config/preflight.ts";
 import type { Config } from "./config/schema.ts";
 import { err, out, scope, setLogLevel } from "./common/log.ts";
+import { TlsContext } from "./common/tls.ts";
 import { buildAdminApp, startAdminServer, type AdminServer } from "./admin/index.ts";
 import { BrokerController } from "./broker/index.ts";
 import { NamesrvController } from "./namesrv/index.ts";
@@ -69,8 +70,10 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   setLogLevel(config.logLevel);
+  const tls = await loadTls(config);
+  if (!tls) return EXIT_CONFIG;
   // Filled in by startRole as the components come up; the runtime config applies reloads to them.
-  const targets: RuntimeTargets = { setLogLevel, resolveNamesrvAddr: (list) => list };
+  const targets: RuntimeTargets = { setLogLevel, resolveNamesrvAddr: (list) => list, reloadTls: () => tls.reload() };
   const runtime = new RuntimeConfig({ config, sources: loaded.sources, file: args.flags.config, flags: args.flags, targets });
   // Installed before anything starts: without a handler a SIGHUP would terminate the process.
   // One that arrives during start-up is run once the components are there.
@@ -82,7 +85,7 @@ async function main(argv: string[]): Promise<number> {
   });
   let running: Running;
   try {
-    running = startRole(config, args.flags.portsFile, runtime, targets);
+    running = startRole(config, args.flags.portsFile, runtime, targets, tls);
   } catch (e) {
     err(`rocketbun: cannot start: ${e instanceof Error ? e.message : String(e)}`);
     return EXIT_CONFIG;
@@ -90,6 +93,17 @@ async function main(argv: string[]): Promise<number> {
   started = true;
   if (hupDuringStart) void runtime.reload();
   return await waitForSignal(running);
+}
+
+/** One TLS context for every port and outgoing connection of the process; SIGHUP re-reads its files. */
+async function loadTls(config: Config): Promise<TlsContext | undefined> {
+  try {
+    return await TlsContext.load(config.tls, scope("tls"));
+  } catch (e) {
+    // Preflight checked the files a moment ago: only a file changed since then gets here.
+    err(`rocketbun: cannot start: ${e instanceof Error ? e.message : String(e)}`);
+    return undefined;
+  }
 }
 
 /** What start-up has done so far: how to undo it, the ports for --ports-file, the start-up line. */
@@ -100,15 +114,18 @@ interface Startup {
   readonly stops: (() => void | Promise<void>)[];
   readonly ports: Record<string, number | string>;
   readonly line: string[];
+  /** The TLS material of every port (serverPem() for an HTTPS admin port). */
+  readonly tls: TlsContext;
 }
 
 /** Starts everything or nothing: a failure part-way stops what already started, then rethrows. */
-function startRole(config: Config, portsFile: string | undefined, runtime: RuntimeConfig, targets: RuntimeTargets): Running {
+function startRole(config: Config, portsFile: string | undefined, runtime: RuntimeConfig, targets: RuntimeTargets, tls: TlsContext): Running {
   const startedAt = Date.now();
   const s: Startup = {
     config,
     runtime,
     targets,
+    tls,
     stops: [],
     ports: { pid: process.pid, role: config.role },
     line: [`role=${config.role}`, `version=${VERSION}`],
@@ -137,6 +154,7 @@ function startNamesrv(s: Startup): NamesrvController {
     remoting: s.config.remoting,
     storeDir: s.config.store.dir,
     configAccess: s.runtime.namesrvAccess(),
+    tls: s.tls,
   });
   const port = bindOrExplain("namesrv.listen", ns.listen.host, ns.listen.port, () => namesrv.start());
   s.stops.push(() => namesrv.stop());
@@ -154,6 +172,7 @@ function startBroker(s: Startup, own: NamesrvController | undefined): BrokerCont
     store: config.store,
     remoting: config.remoting,
     configAccess: s.runtime.brokerAccess(),
+    tls: s.tls,
   });
   const bound = bindOrExplain("broker.listen", b.listen.host, b.listen.port, () => broker.bind());
   // Standalone without namesrvAddr: register with our own name server (also after a reload).

@@ -34,6 +34,8 @@ export interface RuntimeTargets {
   /** The name servers the broker registers with for a namesrvAddr (standalone: [] = its own). */
   resolveNamesrvAddr(list: string[]): string[];
   setLogLevel(level: LogLevel): void;
+  /** SIGHUP: re-read the TLS certificate files (whatever the config file says); logs its outcome, never rejects. */
+  reloadTls?(): Promise<unknown>;
 }
 
 export type ReloadOutcome =
@@ -141,9 +143,13 @@ export class RuntimeConfig {
   /** SIGHUP. Never rejects: problems are logged and returned. */
   reload(): Promise<ReloadOutcome> {
     if (this.#queuedReload) return this.#queuedReload;
-    const run = this.#enqueue(() => {
+    const run = this.#enqueue(async () => {
       this.#queuedReload = null;
-      return this.#reloadNow();
+      const outcome = await this.#reloadNow();
+      // Certificates are renewed in place more often than the config changes: re-read them on
+      // every SIGHUP, also when the file is unchanged or invalid (their keys need a restart).
+      await this.#targets.reloadTls?.();
+      return outcome;
     });
     this.#queuedReload = run;
     return run;

@@ -9,6 +9,7 @@ import type { Config } from "../config/schema.ts";
 import { nowOf, systemClock, type Clock, type TimerHandle } from "../common/clock.ts";
 import { scope, type Logger } from "../common/log.ts";
 import { MessageConst, parseProperties, SysFlag, tagsHashCode, transactionType, type DecodedRecord } from "../common/message-record.ts";
+import type { TlsMaterial } from "../common/tls.ts";
 import { MessageStore, parseHostAddress, type StoreRuntimeOptions } from "../commitlog/index.ts";
 import type { StoreDisk } from "../commitlog/disk.ts";
 import { ConsumerOffsetManager, DelayOffsetManager, SubscriptionGroupManager, TopicConfigManager } from "./metadata.ts";
@@ -29,7 +30,7 @@ import { aclHookOrThrow, type AclHook } from "../acl/index.ts";
 import { ConsumerManager, ProducerManager, type ClientChannel } from "./client-manager.ts";
 import type { BrokerContext, BrokerSettings } from "./context.ts";
 import type { BrokerRole } from "../protocol/broker-config.ts";
-import { HAClient, HAService, type HaTransport, type HAClientStatus, type SlaveStatus } from "../ha/index.ts";
+import { HAClient, HAService, tlsTransport, type HaTransport, type HAClientStatus, type SlaveStatus } from "../ha/index.ts";
 import { PullRequestHoldService } from "./long-polling.ts";
 import { BrokerStats } from "./stats.ts";
 import { NamesrvRegistration } from "./namesrv-registration.ts";
@@ -71,6 +72,12 @@ export interface BrokerOptions {
   disk?: StoreDisk;
   /** GET_BROKER_CONFIG / UPDATE_BROKER_CONFIG (without it both answer REQUEST_CODE_NOT_SUPPORTED). */
   configAccess?: BrokerConfigAccess;
+  /**
+   * TLS (the process's TlsContext, built from the tls section): the mode of the listen, VIP and
+   * HA ports, and whether registration, slave sync and the HA link connect with TLS. Absent:
+   * plaintext everywhere. Not used with `network` / `haTransport`.
+   */
+  tls?: TlsMaterial;
 }
 
 /**
@@ -152,6 +159,8 @@ export class BrokerController {
   #timers: TimerHandle[] = [];
   #ports = { listen: 0, vip: 0, ha: 0 };
   readonly #ha: HAService;
+  /** o.haTransport, or TLS over TCP when o.tls is given; undefined = plain TCP. */
+  readonly #haTransport: HaTransport | undefined;
   #haClient: HAClient | null = null;
   #slaveSync: SlaveSynchronize | null = null;
   /** Slave: the master's addresses, as the name server reported them. */
@@ -175,6 +184,7 @@ export class BrokerController {
       // ACL first: a refused request is counted by the stats hook with its refusal.
       hooks: this.#acl ? [this.#acl, this.#requestStats] : [this.#requestStats],
       network: o.network,
+      ...(o.tls ? { tls: o.tls } : {}),
     };
     this.#server = new RemotingServer({ ...serverOpts, port: o.broker.listen.port, log: scope("broker-remoting") });
     // With an ephemeral listen port the VIP channel gets its own ephemeral port.
@@ -183,7 +193,14 @@ export class BrokerController {
       port: o.broker.listen.port === 0 ? 0 : o.broker.listen.port - 2,
       log: scope("broker-vip"),
     });
-    this.#client = new RemotingClient({ ...REMOTING_CLIENT_DEFAULTS, log: scope("broker-outer"), network: o.network });
+    const tls = o.tls;
+    this.#client = new RemotingClient({
+      ...REMOTING_CLIENT_DEFAULTS,
+      log: scope("broker-outer"),
+      network: o.network,
+      ...(tls ? { tls: () => tls.client() } : {}),
+    });
+    this.#haTransport = o.haTransport ?? (tls ? tlsTransport(tls, () => tls.client()) : undefined);
     this.#ha = new HAService({
       host: o.broker.listen.host,
       port: o.broker.listen.port === 0 ? 0 : o.broker.listen.port + 1,
@@ -192,7 +209,7 @@ export class BrokerController {
       idleTimeoutMs: 20_000,
       slaveFallbehindMaxBytes: 256 * 1024 * 1024,
       log: scope("ha"),
-      transport: o.haTransport,
+      transport: this.#haTransport,
       clock: this.#clock,
     });
   }
@@ -532,7 +549,7 @@ export class BrokerController {
       log: scope("ha-client"),
       onRecords: (records) => this.#onReplicated(ctx, records),
       clock: this.#clock,
-      transport: o.haTransport,
+      transport: this.#haTransport,
     });
     this.#haClient.start();
     const sync = new SlaveSynchronize({

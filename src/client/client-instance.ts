@@ -8,6 +8,7 @@
 import { networkInterfaces } from "node:os";
 import { jsonBytes, parseJsonBytes } from "../common/json.ts";
 import { scope, type Logger } from "../common/log.ts";
+import type { ClientTls, TlsVerify } from "../common/tls.ts";
 import { decodeRecordAt, MessageConst, parseProperties } from "../common/message-record.ts";
 import {
   createRequest,
@@ -39,6 +40,29 @@ export interface ClientInstanceOptions {
    * AclClientRPCHook signs it (src/protocol/acl-signature.ts), just before it is sent.
    */
   credentials?: AclCredentials;
+  /**
+   * TLS to the name servers and the brokers alike (Java: -Dtls.enable=true). `true`: encrypt,
+   * accept any certificate (Java's default tls.test.mode.enable). An object: PEM texts; with a
+   * `ca` the server's chain is checked (host names are not: broker addresses are IPs, as in
+   * Java), `verify` says otherwise ("none" | "chain" | "full"). `cert`/`key`: for mutual TLS.
+   */
+  tls?: true | ClientTlsOptions;
+}
+
+export interface ClientTlsOptions {
+  ca?: string;
+  cert?: string;
+  key?: string;
+  passphrase?: string;
+  verify?: TlsVerify;
+}
+
+/** The connect options for a ClientInstanceOptions.tls value. */
+export function clientTls(o: true | ClientTlsOptions | undefined): ClientTls | undefined {
+  if (o === undefined) return undefined;
+  if (o === true) return { verify: "none" };
+  const { verify, ...pem } = o;
+  return { ...pem, verify: verify ?? (o.ca !== undefined ? "chain" : "none") };
 }
 
 export interface HeartbeatConsumerData {
@@ -106,10 +130,12 @@ export class ClientInstance {
     this.#namesrvIndex = Math.floor(Math.random() * this.#namesrvs.length);
     this.requestTimeoutMs = o.requestTimeoutMs ?? 3000;
     this.clientId = `${localIp()}@${o.instanceName ?? `${process.pid}#${Date.now().toString(36)}${instanceCounter++}`}`;
+    const tls = clientTls(o.tls);
     this.remoting = new RemotingClient({
       ...REMOTING_CLIENT_DEFAULTS,
       log: scope("client-remoting"),
       onRequest: (conn, cmd) => this.#onServerRequest(conn, cmd),
+      ...(tls ? { tls: () => tls } : {}),
     });
   }
 

@@ -13,6 +13,7 @@ export {
 export { PushConsumer, type PushConsumerOptions, type MessageHandler, type ConsumeResult } from "./push-consumer.ts";
 export { PullConsumer, type PullConsumerOptions } from "./pull-consumer.ts";
 export { MQClientError, MQBrokerError, MQTimeoutError } from "./errors.ts";
+export type { ClientTlsOptions } from "./client-instance.ts";
 export type { Message, MessageExt } from "./message.ts";
 export type { MessageQueue } from "../protocol/route.ts";
 export type { AclCredentials } from "../protocol/acl-signature.ts";

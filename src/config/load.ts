@@ -229,6 +229,11 @@ function derive(config: Config, sources: ConfigSources, rejected: Set<KeyPath>):
   const aclDefault = join(config.store.dir, "conf", "plain_acl.yml");
   config.broker.aclFile = config.broker.aclFile === "" ? aclDefault : resolve(config.broker.aclFile);
   config.namesrv.aclFile = config.namesrv.aclFile === "" ? aclDefault : resolve(config.namesrv.aclFile);
+  // Absolute, so the log says which file and a SIGHUP re-reads the same one.
+  const tls = config.tls;
+  for (const k of ["certPath", "keyPath", "trustCertPath", "clientTrustCertPath", "clientCertPath", "clientKeyPath"] as const) {
+    if (tls[k] !== "") tls[k] = resolve(tls[k]);
+  }
   return errors;
 }
 
@@ -350,7 +355,10 @@ function unknownKey(name: string, section: string | undefined): string {
 // ---------------------------------------------------------------------------------------------
 // --print-config
 
-/** The config as plain nested data in schema order, addresses as HOST:PORT strings (print, admin API). */
+/**
+ * The config as plain nested data in schema order, addresses as HOST:PORT strings, secrets
+ * masked (print, admin API).
+ */
 export function toPlain(config: Config): Record<string, unknown> {
   const obj: Record<string, unknown> = {};
   for (const def of KEYS) {

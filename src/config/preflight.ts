@@ -2,7 +2,7 @@
  * Checks that need the OS, run after loadConfig and before anything starts, so that
  * `--check-config` catches them too: the store dir must be creatable and writable, an enabled
  * ACL's file must be readable (its rules are checked when the ACL hook is built), an admin
- * token file must hold a token, and every
+ * token file must hold a token, the TLS files must be readable and fit together, and every
  * port the role binds must be free. Each problem names the key and where its value came from.
  *
  * Binding a port here and releasing it does not reserve it; the server can still lose a race.
@@ -11,6 +11,7 @@
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { resolveAdminToken } from "./admin-token.ts";
+import { checkTlsSettings } from "../common/tls.ts";
 import { describeSource, type ConfigSources, type Source } from "./load.ts";
 import { formatHostPort, portsToBind, runsBroker, runsNamesrv, type Config, type KeyPath } from "./schema.ts";
 
@@ -38,6 +39,8 @@ export async function preflight(config: Config, loaded?: { sources: ConfigSource
     const what = p.derived !== undefined ? `${p.purpose} port ${formatHostPort(p.hostPort)} (${p.derived})` : formatHostPort(p.hostPort);
     problems.push(`${where(p.key)}: ${p.key}: ${what} ${problem}`);
   }
+  // TLS files: readable, parsable, key matching certificate (what the TLS engine will check).
+  for (const t of await checkTlsSettings(config.tls)) problems.push(`${where(t.key as KeyPath)}: ${t.key}: ${t.problem}`);
   return problems;
 }
 

@@ -13,6 +13,7 @@
 import { isIP } from "node:net";
 import type { LogLevel } from "../common/log.ts";
 import type { BrokerRole, FlushDiskType } from "../protocol/broker-config.ts";
+import { TLS_CLIENT_AUTHS, TLS_SERVER_MODES, type TlsSettings } from "../common/tls.ts";
 import { DEFAULT_MESSAGE_DELAY_LEVEL, parseDelayLevels } from "../protocol/delay-levels.ts";
 import { CQ_UNIT_SIZE, indexFileBytes, INDEX_ENTRY_SIZE_BYTES, INDEX_HEADER_SIZE_BYTES, INDEX_SLOT_SIZE_BYTES } from "../protocol/store-layout.ts";
 
@@ -104,6 +105,8 @@ export interface Config {
     /** 0 = use accessMessageInMemoryMaxRatio; otherwise the distance in bytes. */
     accessMessageInMemoryMaxBytes: number;
   };
+  /** TLS on every remoting and HA port, and for outgoing connections (src/common/tls.ts). */
+  tls: TlsSettings;
   /** The admin HTTP API's access (its addresses are namesrv.admin and broker.admin). */
   admin: {
     /** Bearer token; "" = none. A secret: never shown (docs/CONVENTIONS.md §10). */
@@ -113,8 +116,8 @@ export interface Config {
   };
 }
 
-export type SectionName = "remoting" | "namesrv" | "broker" | "store" | "admin";
-export const SECTIONS: readonly SectionName[] = ["remoting", "namesrv", "broker", "store", "admin"];
+export type SectionName = "remoting" | "namesrv" | "broker" | "store" | "tls" | "admin";
+export const SECTIONS: readonly SectionName[] = ["remoting", "namesrv", "broker", "store", "tls", "admin"];
 
 export type KeyPath =
   | "role"
@@ -123,6 +126,7 @@ export type KeyPath =
   | `namesrv.${keyof Config["namesrv"]}`
   | `broker.${keyof Config["broker"]}`
   | `store.${keyof Config["store"]}`
+  | `tls.${keyof Config["tls"]}`
   | `admin.${keyof Config["admin"]}`;
 
 export type ConfigValue = string | number | boolean | HostPort | string[];
@@ -155,6 +159,8 @@ export type ValueType =
   | { kind: "hostPort"; minPort: number; allowEmpty: boolean }
   | { kind: "hostPortList" }
   | { kind: "path"; allowEmpty: boolean }
+  /** Any string (a password). */
+  | { kind: "text" }
   /** Hours of the day as RocketMQ's deleteWhen writes them: "04" or "04;16" (00..23 each). */
   | { kind: "hoursOfDay" }
   /** RocketMQ's messageDelayLevel: durations like "1s 5m 2h" separated by spaces. */
@@ -572,6 +578,51 @@ export const KEYS: readonly KeyDef[] = [
     doc: "if > 0, this distance behind the CommitLog tail (instead of accessMessageInMemoryMaxRatio) counts as on disk",
     defaultDoc: "0 = accessMessageInMemoryMaxRatio percent of physical RAM",
   },
+
+  // TLS (RocketMQ's tls.server.* / tls.client.* JVM properties, TlsSystemConfig). The files are
+  // re-read on SIGHUP whatever changed; the keys themselves take effect at a restart.
+  {
+    key: "tls.serverMode",
+    type: { kind: "enum", values: TLS_SERVER_MODES },
+    roles: ALL,
+    doc:
+      "TLS on the remoting, VIP and HA ports: disabled (plaintext only), permissive (TLS and plaintext on the same port), " +
+      "enforcing (TLS only); without a certificate permissive serves plaintext only",
+  },
+  { key: "tls.certPath", type: { kind: "path", allowEmpty: true }, roles: ALL, doc: 'server certificate chain (PEM); "" = no TLS served' },
+  { key: "tls.keyPath", type: { kind: "path", allowEmpty: true }, roles: ALL, doc: "private key of tls.certPath (PEM, PKCS#8 as Java wants)" },
+  { key: "tls.keyPassword", secret: true, type: { kind: "text" }, roles: ALL, doc: "password of an encrypted private key (never printed)" },
+  {
+    key: "tls.trustCertPath",
+    type: { kind: "path", allowEmpty: true },
+    roles: ALL,
+    doc: "CA certificates (PEM) that client certificates must chain to, for tls.needClientAuth",
+  },
+  {
+    key: "tls.needClientAuth",
+    type: { kind: "enum", values: TLS_CLIENT_AUTHS },
+    roles: ALL,
+    doc: "client certificates: none, optional (asked for, not required), require (mutual TLS; needs tls.trustCertPath)",
+  },
+  {
+    key: "tls.enable",
+    type: { kind: "bool" },
+    roles: ALL,
+    doc: "outgoing connections use TLS: a broker's registration with name servers, a slave's HA and metadata connections",
+  },
+  {
+    key: "tls.clientTrustCertPath",
+    type: { kind: "path", allowEmpty: true },
+    roles: ALL,
+    doc: 'CA certificates (PEM) a server\'s certificate must chain to (host names are not checked, as in Java); "" = encrypt, do not verify',
+  },
+  { key: "tls.clientCertPath", type: { kind: "path", allowEmpty: true }, roles: ALL, doc: "certificate (PEM) shown to servers that ask for one" },
+  {
+    key: "tls.clientKeyPath",
+    type: { kind: "path", allowEmpty: true },
+    roles: ALL,
+    doc: "private key of tls.clientCertPath (PEM; tls.keyPassword if encrypted)",
+  },
   {
     key: "admin.token",
     live: true,
@@ -681,7 +732,24 @@ export function defaultConfig(role: Role): Config {
       aclFile: "",
     },
     store: { ...DEFAULT_STORE },
+    tls: defaultTls(),
     admin: { token: "", tokenFile: "" },
+  };
+}
+
+/** RocketMQ's defaults: permissive (plaintext until a certificate is configured), outgoing plaintext. */
+function defaultTls(): Config["tls"] {
+  return {
+    serverMode: "permissive",
+    certPath: "",
+    keyPath: "",
+    keyPassword: "",
+    trustCertPath: "",
+    needClientAuth: "none",
+    enable: false,
+    clientTrustCertPath: "",
+    clientCertPath: "",
+    clientKeyPath: "",
   };
 }
 
@@ -881,6 +949,8 @@ function checkText(def: KeyDef, s: string): Checked {
     }
     case "hostPortList":
       return checkAddrList(s.split(";").filter((part) => part.trim() !== ""));
+    case "text":
+      return { ok: true, value: s };
     case "path":
       if (s === "" && !t.allowEmpty) return { ok: false, problem: "expected a path, got an empty string" };
       return { ok: true, value: s };
@@ -994,6 +1064,7 @@ export function crossCheck(config: Config): KeyProblem[] {
     checkBroker(config, add);
     checkStore(config.store, out);
   }
+  checkTls(config.tls, add);
   if (config.admin.token !== "" && config.admin.tokenFile !== "") {
     out.push({
       key: "admin.tokenFile",
@@ -1046,6 +1117,27 @@ function checkBroker(config: Config, add: (key: KeyPath, problem: string) => voi
     add(
       "broker.maxMessageSizeBytes",
       `must be smaller than remoting.frameSizeMaxBytes (${frame}) ` + `so a message fits in one frame, got ${b.maxMessageSizeBytes}`,
+    );
+  }
+}
+
+/** Which TLS keys need which; whether the files are readable and match is preflight's (config/preflight.ts). */
+function checkTls(t: Config["tls"], add: (key: KeyPath, problem: string) => void): void {
+  if ((t.certPath === "") !== (t.keyPath === "")) {
+    add(t.certPath === "" ? "tls.certPath" : "tls.keyPath", "tls.certPath and tls.keyPath go together: set both or neither");
+  }
+  const noCert = t.certPath === "" && t.keyPath === "";
+  if (t.serverMode === "enforcing" && noCert) add("tls.serverMode", "enforcing needs a certificate: set tls.certPath and tls.keyPath");
+  if (t.needClientAuth !== "none" && noCert) {
+    add("tls.needClientAuth", `${t.needClientAuth} needs a server certificate: set tls.certPath and tls.keyPath`);
+  }
+  if (t.needClientAuth === "require" && t.trustCertPath === "") {
+    add("tls.needClientAuth", "require needs the CA that signs client certificates: set tls.trustCertPath");
+  }
+  if ((t.clientCertPath === "") !== (t.clientKeyPath === "")) {
+    add(
+      t.clientCertPath === "" ? "tls.clientCertPath" : "tls.clientKeyPath",
+      "tls.clientCertPath and tls.clientKeyPath go together: set both or neither",
     );
   }
 }

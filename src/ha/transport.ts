@@ -10,7 +10,9 @@
  * once the socket is closed; after `end()` the written bytes are still delivered, after
  * `terminate()` they may not be; `close` is reported once, for either side's close or a failure.
  */
-import type { Socket, TCPSocketListener } from "bun";
+import type { Socket } from "bun";
+import { scope } from "../common/log.ts";
+import { connectBun, listenTls, type ClientTls, type TlsServerSide } from "../common/tls.ts";
 
 export interface HaSocket {
   /** "host:port" of the peer (for logs and status). */
@@ -42,11 +44,14 @@ interface Slot {
   events: HaSocketEvents | undefined;
 }
 
+/** What TcpHaSocket uses of a Bun socket (plain or TLS, any `data` type). */
+type BunSocketOps = Pick<Socket<unknown>, "write" | "end" | "terminate" | "remoteAddress" | "remotePort">;
+
 class TcpHaSocket implements HaSocket {
-  readonly #s: Socket<Slot>;
+  readonly #s: BunSocketOps;
   readonly remoteAddress: string;
 
-  constructor(s: Socket<Slot>) {
+  constructor(s: BunSocketOps) {
     this.#s = s;
     this.remoteAddress = `${s.remoteAddress}:${s.remotePort}`;
   }
@@ -72,34 +77,38 @@ const handlers = {
   error: (s: Socket<Slot>) => s.data.events?.close(),
 };
 
-/** The real link: TCP through Bun's sockets. */
-export const tcpTransport: HaTransport = {
-  listen(host, port, accept) {
-    const listener: TCPSocketListener<Slot> = Bun.listen<Slot>({
-      hostname: host,
-      port,
-      data: { events: undefined },
-      socket: {
-        ...handlers,
-        open: (s) => {
-          s.setNoDelay(true);
-          // Each accepted socket gets its own slot (the listener's `data` is only a template).
-          s.data = { events: undefined };
-          s.data.events = accept(new TcpHaSocket(s));
+/**
+ * The real link over TCP: the listener serves `tls`'s mode (absent: plaintext, a ClientHello is
+ * closed); a connection uses TLS when `clientTls` returns options (asked per connect, so a reload
+ * applies to the next one).
+ */
+export function tlsTransport(tls?: TlsServerSide, clientTls?: () => ClientTls | undefined): HaTransport {
+  const log = scope("ha");
+  return {
+    listen(host, port, accept) {
+      const listener = listenTls<HaSocketEvents>(
+        { hostname: host, port, log, ...(tls ? { tls } : {}) },
+        {
+          open: (s) => accept(new TcpHaSocket(s)),
+          data: (events, chunk) => events.data(chunk),
+          drain: (events) => events.drain(),
+          close: (events) => events.close(),
         },
-      },
-    });
-    return {
-      get port() {
-        return listener.port;
-      },
-      // Also closes the accepted sockets (as HAService.stop expects).
-      stop: () => listener.stop(true),
-    };
-  },
-  async connect(host, port, events) {
-    const s = await Bun.connect<Slot>({ hostname: host, port, data: { events }, socket: handlers });
-    s.setNoDelay(true);
-    return new TcpHaSocket(s);
-  },
-};
+      );
+      return {
+        get port() {
+          return listener.port;
+        },
+        // Also closes the accepted sockets (as HAService.stop expects).
+        stop: () => listener.stop(),
+      };
+    },
+    async connect(host, port, events) {
+      const s = await connectBun<Slot>(host, port, clientTls?.(), { events }, handlers);
+      return new TcpHaSocket(s);
+    },
+  };
+}
+
+/** Plain TCP through Bun's sockets. */
+export const tcpTransport: HaTransport = tlsTransport();

@@ -7,6 +7,7 @@ import { join } from "node:path";
 import type { Config } from "../config/schema.ts";
 import { aclHookOrThrow, type AclHook } from "../acl/index.ts";
 import { scope } from "../common/log.ts";
+import type { TlsServerSide } from "../common/tls.ts";
 import { RemotingServer, RequestStats, type ConfigUpdateOutcome, type RequestStatsSnapshot } from "../remoting/index.ts";
 import { KvConfigManager } from "./kv-config.ts";
 import { NamesrvRequestProcessor, type NamesrvProcessorDeps } from "./processors.ts";
@@ -22,6 +23,8 @@ export interface NamesrvOptions {
   now?: () => number;
   /** GET_NAMESRV_CONFIG / UPDATE_NAMESRV_CONFIG; without it both answer REQUEST_CODE_NOT_SUPPORTED. */
   configAccess?: NamesrvConfigAccess;
+  /** The listen port's TLS mode and certificate (the process's TlsContext); absent = plaintext only. */
+  tls?: TlsServerSide;
 }
 
 /** The name server's configuration as RocketMQ's admin requests carry it (runtime-config.ts serves it). */
@@ -84,6 +87,7 @@ export class NamesrvController {
       connectionBufferMaxBytes: opts.remoting.connectionBufferMaxBytes,
       log: scope("namesrv-remoting"),
       hooks: this.#acl ? [this.#acl, this.#requestStats] : [this.#requestStats],
+      ...(opts.tls ? { tls: opts.tls } : {}),
     });
     this.#deps = {
       routes: this.#routes,

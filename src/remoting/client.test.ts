@@ -274,14 +274,15 @@ describe("RemotingClient", () => {
 
   test("a connect that completes after connectTimeoutMs is closed, not left open as an orphan", async () => {
     const raw = rawServer((conn, cmd) => write(conn, jsonResponse(cmd.opaque)));
-    // Hold back Bun.connect's promise (the socket itself opens at once) until the test releases it.
+    // Hold back the socket's `open` event (the connect settles there; the server side opens at
+    // once) until the test releases it.
     const realConnect = Bun.connect;
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
     const spy = spyOn(Bun, "connect").mockImplementation(((opts: Parameters<typeof Bun.connect>[0]) =>
-      realConnect(opts).then(async (socket) => {
-        await gate;
-        return socket;
+      realConnect({
+        ...opts,
+        socket: { ...opts.socket, open: (s) => void gate.then(() => opts.socket.open?.(s)) },
       })) as typeof Bun.connect);
     try {
       const client = newClient({ connectTimeoutMs: 20 });

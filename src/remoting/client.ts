@@ -5,9 +5,10 @@
  * go to `onRequest`.
  */
 import type { Logger } from "../common/log.ts";
+import type { ClientTls } from "../common/tls.ts";
 import type { RemotingCommand } from "./command.ts";
 import { RemotingClosedError, RemotingConnection } from "./connection.ts";
-import { chunksAreOwned, connectSocket, type RemotingNetwork } from "./transport.ts";
+import { chunksAreOwned, connectSocket, type RemotingNetwork, type SocketEvents } from "./transport.ts";
 
 export interface RemotingClientOptions {
   frameSizeMaxBytes: number;
@@ -17,6 +18,8 @@ export interface RemotingClientOptions {
   onRequest?: (conn: RemotingConnection, cmd: RemotingCommand) => void;
   /** Default: real sockets (Bun.connect or node:net); tests and test/sim pass in-memory ones. */
   network?: RemotingNetwork;
+  /** TLS for each new connection (asked per connect, so reloaded certificates apply); undefined = plaintext. Not used with `network`. */
+  tls?: () => ClientTls | undefined;
 }
 
 export const REMOTING_CLIENT_DEFAULTS = {
@@ -96,7 +99,8 @@ export class RemotingClient {
     const opts = this.#opts;
     let conn: RemotingConnection | undefined;
     const net = opts.network;
-    const connect = net ? net.connect.bind(net) : connectSocket;
+    const tls = net ? undefined : opts.tls?.();
+    const connect = net ? net.connect.bind(net) : (h: string, p: number, ev: SocketEvents) => connectSocket(h, p, ev, tls);
     const connecting = connect(host, port, {
       open: (socket) => {
         conn = new RemotingConnection(socket, {

@@ -6,8 +6,8 @@
  * Every request passes the server's request pipeline (its before- and after-hooks; contract at
  * the top of ./pipeline.ts).
  */
-import type { TCPSocketListener } from "bun";
 import type { Logger } from "../common/log.ts";
+import { listenTls, type TlsListener, type TlsServerSide } from "../common/tls.ts";
 import { createResponse, isOneway, type RemotingCommand } from "./command.ts";
 import { RemotingConnection } from "./connection.ts";
 import { RequestPipeline, type RequestHook } from "./pipeline.ts";
@@ -25,6 +25,11 @@ export interface RemotingServerOptions {
   hooks?: readonly RequestHook[];
   /** Default: Bun.listen on host:port; the in-process broker fixture and test/sim pass in-memory sockets. */
   network?: RemotingNetwork;
+  /**
+   * TLS mode and material (src/common/tls.ts: disabled, permissive, enforcing on one port).
+   * Absent: plaintext only. Not used with `network`.
+   */
+  tls?: TlsServerSide;
 }
 
 /**
@@ -50,7 +55,7 @@ export class RemotingServer {
   readonly #processors = new Map<number, RequestProcessor>();
   readonly #connections = new Set<RemotingConnection>();
   readonly #closeListeners: ((conn: RemotingConnection) => void)[] = [];
-  #listener: TCPSocketListener<RemotingConnection | undefined> | RemotingListener | null = null;
+  #listener: TlsListener | RemotingListener | null = null;
   #received = 0;
   #gcRequestedAt = 0;
 
@@ -96,37 +101,31 @@ export class RemotingServer {
       });
       return this.#listener.port;
     }
-    this.#listener = Bun.listen<RemotingConnection | undefined>({
-      hostname: opts.host,
-      port: opts.port,
-      socket: {
-        binaryType: "uint8array",
-        open: (socket) => {
-          socket.setNoDelay(true);
-          // Bun.listen: every read arrives in a fresh buffer (transport.test.ts).
-          socket.data = this.#accept(socket, true);
-        },
-        data: (socket, chunk) => {
+    // One listener for every TLS mode; each connection is classified by its first byte.
+    this.#listener = listenTls<RemotingConnection>(
+      { hostname: opts.host, port: opts.port, log: opts.log, ...(opts.tls ? { tls: opts.tls } : {}) },
+      {
+        // Bun.listen: every read arrives in a fresh buffer, TLS reads too (transport.test.ts).
+        open: (socket) => this.#accept(socket, true),
+        data: (conn, chunk) => {
           this.#received += chunk.length;
-          if (this.#received >= GC_EVERY_RECEIVED_BYTES) {
-            const now = performance.now();
-            if (now - this.#gcRequestedAt >= GC_MIN_INTERVAL_MS) {
-              this.#received = 0;
-              this.#gcRequestedAt = now;
-              Bun.gc(false);
-            }
-          }
-          socket.data?.handleData(chunk);
+          if (this.#received >= GC_EVERY_RECEIVED_BYTES) this.#maybeCollect();
+          conn.handleData(chunk);
         },
-        drain: (socket) => socket.data?.handleDrain(),
-        close: (socket) => socket.data?.handleClosed(),
-        error: (socket, error) => {
-          opts.log.rateLimited("debug", "socket-error", `socket error from ${socket.data?.remoteAddress}: ${error.message}`);
-          socket.data?.handleClosed();
-        },
+        drain: (conn) => conn.handleDrain(),
+        close: (conn) => conn.handleClosed(),
       },
-    });
+    );
     return this.#listener.port;
+  }
+
+  #maybeCollect(): void {
+    const now = performance.now();
+    if (now - this.#gcRequestedAt >= GC_MIN_INTERVAL_MS) {
+      this.#received = 0;
+      this.#gcRequestedAt = now;
+      Bun.gc(false);
+    }
   }
 
   #accept(socket: SocketLike, chunksOwned: boolean): RemotingConnection {
@@ -148,8 +147,8 @@ export class RemotingServer {
 
   stop(): void {
     for (const c of [...this.#connections]) c.close();
-    // Bun's listener: true also closes the accepted sockets (closed above already).
-    this.#listener?.stop(true);
+    // Also closes the accepted sockets, TLS ones and those not yet classified.
+    this.#listener?.stop();
     this.#listener = null;
   }
 

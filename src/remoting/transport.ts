@@ -6,6 +6,7 @@
  * in-memory sockets, so a broker runs with no port and on simulated time.
  */
 import type { Socket as NetSocket } from "node:net";
+import { connectBun as connectBunSocket, peerProblem, type ClientTls } from "../common/tls.ts";
 
 export interface SocketLike {
   /**
@@ -56,36 +57,31 @@ const onBun = typeof globalThis.Bun !== "undefined";
  */
 export const chunksAreOwned = onBun;
 
-/** Resolves once connected (after `open` ran); rejects if the connection cannot be made. */
-export function connectSocket(host: string, port: number, ev: SocketEvents): Promise<SocketLike> {
-  return onBun ? connectBun(host, port, ev) : connectNode(host, port, ev);
+/**
+ * Resolves once connected (after `open` ran; with `tls`, after the handshake and the check of the
+ * server's certificate); rejects if the connection cannot be made.
+ */
+export function connectSocket(host: string, port: number, ev: SocketEvents, tls?: ClientTls): Promise<SocketLike> {
+  return onBun ? connectBun(host, port, ev, tls) : connectNode(host, port, ev, tls);
 }
 
-async function connectBun(host: string, port: number, ev: SocketEvents): Promise<SocketLike> {
-  const socket = await Bun.connect<undefined>({
-    hostname: host,
-    port,
-    socket: {
-      binaryType: "uint8array",
-      open: (s) => {
-        s.setNoDelay(true);
-        ev.open(s);
-      },
-      data: (_s, chunk) => ev.data(chunk),
-      drain: () => ev.drain(),
-      close: () => ev.close(),
-      error: () => ev.close(),
-    },
+function connectBun(host: string, port: number, ev: SocketEvents, tls: ClientTls | undefined): Promise<SocketLike> {
+  return connectBunSocket<undefined>(host, port, tls, undefined, {
+    binaryType: "uint8array",
+    open: (s) => ev.open(s),
+    data: (_s, chunk) => ev.data(chunk),
+    drain: () => ev.drain(),
+    close: () => ev.close(),
+    error: () => ev.close(),
   });
-  return socket;
 }
 
-async function connectNode(host: string, port: number, ev: SocketEvents): Promise<SocketLike> {
+async function connectNode(host: string, port: number, ev: SocketEvents, tls: ClientTls | undefined): Promise<SocketLike> {
   // Imported here, not at the top: under Bun this transport is unused, and node:net loaded at
   // start kept its pages resident in every server process.
-  const { connect: netConnect } = await import("node:net");
+  const net = await import("node:net");
+  const sock: NetSocket = tls ? await connectNodeTls(host, port, tls) : net.connect({ host, port });
   return new Promise((resolve, reject) => {
-    const sock: NetSocket = netConnect({ host, port });
     let opened = false;
     const like: SocketLike = {
       // node:net buffers internally (keeping a reference to what it is given, hence the copy);
@@ -100,11 +96,13 @@ async function connectNode(host: string, port: number, ev: SocketEvents): Promis
       },
     };
     sock.setNoDelay(true);
-    sock.once("connect", () => {
+    const ready = () => {
       opened = true;
       ev.open(like);
       resolve(like);
-    });
+    };
+    if (tls) ready();
+    else sock.once("connect", ready);
     sock.on("data", (b: Buffer) => ev.data(new Uint8Array(b.buffer, b.byteOffset, b.byteLength)));
     sock.on("drain", () => ev.drain());
     sock.on("close", () => {
@@ -112,6 +110,40 @@ async function connectNode(host: string, port: number, ev: SocketEvents): Promis
     });
     sock.on("error", (e) => {
       if (!opened) reject(e);
+    });
+  });
+}
+
+/** node:tls, settled after the handshake and the certificate check of `tls.verify`. */
+async function connectNodeTls(host: string, port: number, tls: ClientTls): Promise<NetSocket> {
+  const [{ connect, checkServerIdentity }, { isIP }] = await Promise.all([import("node:tls"), import("node:net")]);
+  return new Promise((resolve, reject) => {
+    const sock = connect({
+      host,
+      port,
+      ...(tls.ca !== undefined ? { ca: tls.ca } : {}),
+      ...(tls.cert !== undefined ? { cert: tls.cert } : {}),
+      ...(tls.key !== undefined ? { key: tls.key } : {}),
+      ...(tls.passphrase !== undefined ? { passphrase: tls.passphrase } : {}),
+      // SNI may not be an IP address; the certificate is checked below, not by node:tls.
+      ...(isIP(host) === 0 ? { servername: host } : {}),
+      rejectUnauthorized: false,
+    });
+    const fail = (e: Error) => {
+      sock.destroy();
+      reject(e);
+    };
+    sock.once("error", fail);
+    sock.once("secureConnect", () => {
+      sock.off("error", fail);
+      // node:tls checks the host name only with rejectUnauthorized; "full" asks for it here.
+      // Node gives the verify error as its code string (e.g. "UNABLE_TO_VERIFY_LEAF_SIGNATURE").
+      const raw: unknown = sock.authorizationError;
+      const chainError = raw == null ? null : raw instanceof Error ? raw : Object.assign(new Error(String(raw)), { code: String(raw) });
+      const hostError = tls.verify === "full" && chainError === null ? (checkServerIdentity(host, sock.getPeerCertificate()) ?? null) : null;
+      const problem = peerProblem(tls.verify, sock.authorized && hostError === null, chainError ?? hostError);
+      if (problem !== undefined) fail(new Error(`TLS: server certificate refused: ${problem}`));
+      else resolve(sock);
     });
   });
 }

@@ -12,7 +12,9 @@
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
-import { createRequest, RequestCode } from "../../src/remoting/index.ts";
+import type { ClientTls } from "../../src/common/tls.ts";
+import { scope } from "../../src/common/log.ts";
+import { createRequest, RemotingClient, REMOTING_CLIENT_DEFAULTS, RequestCode } from "../../src/remoting/index.ts";
 import { collect, startRocketbun, tempDir, waitFor, type RunningBinary } from "./binary.ts";
 import { freeBrokerPort, freePort, JVM_FLAGS, mavenClasspath } from "./java.ts";
 import { bodyJson, newClient } from "./wire.ts";
@@ -35,15 +37,21 @@ export interface InteropCluster extends AsyncDisposable {
   stop(): Promise<void>;
 }
 
-export async function startCluster(kind: BrokerKind): Promise<InteropCluster> {
-  const c = kind === "rocketbun" ? await startRocketbunCluster() : await startApacheCluster();
-  await waitForBroker(c.namesrvAddr, c.diag);
+/** RocketBun with TLS: a `tls:` YAML section for both processes, and how this harness connects to them. */
+export interface ClusterTls {
+  yaml: string;
+  client: ClientTls;
+}
+
+export async function startCluster(kind: BrokerKind, tls?: ClusterTls): Promise<InteropCluster> {
+  const c = kind === "rocketbun" ? await startRocketbunCluster(tls?.yaml ?? "") : await startApacheCluster();
+  await waitForBroker(c.namesrvAddr, c.diag, tls?.client);
   return c;
 }
 
 /** Until the name server lists the master of BROKER_NAME in CLUSTER_NAME (GET_BROKER_CLUSTER_INFO). */
-async function waitForBroker(namesrvAddr: string, diag: () => string): Promise<void> {
-  const client = newClient();
+async function waitForBroker(namesrvAddr: string, diag: () => string, tls: ClientTls | undefined): Promise<void> {
+  const client = tls ? new RemotingClient({ ...REMOTING_CLIENT_DEFAULTS, log: scope("test-client"), tls: () => tls }) : newClient();
   try {
     await waitFor(
       async () => {
@@ -78,12 +86,17 @@ store:
   flushDiskType: ASYNC_FLUSH
 `;
 
-async function startRocketbunCluster(): Promise<InteropCluster> {
-  const ns = await startRocketbun({ role: "namesrv", configYaml: "logLevel: warn\nnamesrv:\n  listen: 127.0.0.1:0\n  admin: 127.0.0.1:0\n" });
+async function startRocketbunCluster(tlsYaml: string): Promise<InteropCluster> {
+  const nsYaml = "logLevel: warn\nnamesrv:\n  listen: 127.0.0.1:0\n  admin: 127.0.0.1:0\n";
+  const ns = await startRocketbun({ role: "namesrv", configYaml: nsYaml + tlsYaml });
   let master: RunningBinary | undefined;
   try {
     const port = freeBrokerPort();
-    master = await startRocketbun({ role: "master", configYaml: ROCKETBUN_BROKER_YAML(ns.namesrvAddr, port), args: [`--listen=127.0.0.1:${port}`] });
+    master = await startRocketbun({
+      role: "master",
+      configYaml: ROCKETBUN_BROKER_YAML(ns.namesrvAddr, port) + tlsYaml,
+      args: [`--listen=127.0.0.1:${port}`],
+    });
   } catch (e) {
     await ns[Symbol.asyncDispose]();
     throw e;

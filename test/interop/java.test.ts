@@ -18,6 +18,7 @@ import { tempDir } from "../harness/binary.ts";
 import { recordCompat, type CompatClient } from "../harness/compat.ts";
 import { BROKER_KINDS, startCluster, type BrokerKind, type InteropCluster } from "../harness/interop-cluster.ts";
 import { JVM_FLAGS, mavenClasspath, toolsPresent } from "../harness/java.ts";
+import { makeCerts, opensslPresent, type CertSet } from "../harness/certs.ts";
 
 const CLIENTS: { project: string; client: CompatClient }[] = [
   { project: "client-4", client: "java-4.9.8" },
@@ -78,10 +79,10 @@ class RunnerProcess {
   #stderr = "";
   readonly #home: string;
 
-  constructor(classpath: string, namesrv: string, prefix: string) {
+  constructor(classpath: string, namesrv: string, prefix: string, scenarios: readonly string[] = RUN, jvmFlags: readonly string[] = []) {
     this.#home = tempDir("java-interop-");
     mkdirSync(join(this.#home, "logs"));
-    for (const s of RUN) this.#waiting.set(s, Promise.withResolvers<Outcome>());
+    for (const s of scenarios) this.#waiting.set(s, Promise.withResolvers<Outcome>());
     const proc = Bun.spawn(
       [
         "java",
@@ -90,6 +91,7 @@ class RunnerProcess {
         `-Duser.home=${this.#home}`,
         `-Drocketmq.client.logRoot=${join(this.#home, "logs")}`,
         "-Drocketmq.client.logLevel=WARN",
+        ...jvmFlags,
         "-cp",
         classpath,
         "rocketbun.interop.Runner",
@@ -99,7 +101,7 @@ class RunnerProcess {
         prefix,
         "--timeout-ms",
         "60000",
-        ...RUN,
+        ...scenarios,
       ],
       { cwd: this.#home, stdin: "ignore", stdout: "pipe", stderr: "pipe" },
     );
@@ -151,6 +153,54 @@ class RunnerProcess {
 
 const present = toolsPresent("java interop", ["java", "mvn"]);
 
+/**
+ * The Java client with -Dtls.enable=true (TLS to the name server and the broker; its default test
+ * mode encrypts and trusts any certificate) against RocketBun in permissive and enforcing modes.
+ * RocketBun only: comparing with Apache RocketMQ over TLS is out of scope here. Selected with
+ * JAVA_BROKERS=rocketbun-tls (and the other filters).
+ */
+const TLS_SCENARIOS = ["send-sync", "vip-channel", "lite-pull-assign"].filter((s) => !ONLY_SCENARIOS || ONLY_SCENARIOS.has(s));
+const runTls = present && (!ONLY_BROKERS || ONLY_BROKERS.has("rocketbun-tls")) && opensslPresent("java interop over TLS");
+
+describe.skipIf(!runTls)("Java clients over TLS (RocketBun)", () => {
+  let certs: CertSet | undefined;
+  beforeAll(() => void (certs = makeCerts()));
+  afterAll(() => certs?.remove());
+  for (const mode of ["permissive", "enforcing"] as const) {
+    describe(`tls.serverMode ${mode}`, () => {
+      let cluster: InteropCluster | undefined;
+      const runners = new Map<CompatClient, RunnerProcess>();
+      beforeAll(async () => {
+        const c = certs!;
+        const yaml = `tls:\n  serverMode: ${mode}\n  certPath: ${c.serverCert}\n  keyPath: ${c.serverKey}\n  enable: true\n  clientTrustCertPath: ${c.ca}\n`;
+        cluster = await startCluster("rocketbun", { yaml, client: { verify: "chain", ca: c.read(c.ca) } });
+      }, 120_000);
+      afterAll(async () => {
+        for (const r of runners.values()) await r.stop();
+        await cluster?.stop();
+      }, 60_000);
+      for (const { project, client } of CLIENTS.filter((c) => !ONLY_CLIENTS || ONLY_CLIENTS.has(c.client))) {
+        for (const scenario of TLS_SCENARIOS) {
+          test(`${client} ${scenario} with -Dtls.enable=true`, async () => {
+            const c = cluster;
+            if (!c) throw new Error("the broker did not start");
+            let runner = runners.get(client);
+            if (!runner) {
+              for (const r of runners.values()) await r.stop();
+              const prefix = `tls${mode.slice(0, 1)}${project.slice(-1)}_${Date.now() % 100000}`;
+              runner = new RunnerProcess(mavenClasspath(project), c.namesrvAddr, prefix, TLS_SCENARIOS, ["-Dtls.enable=true"]);
+              runners.set(client, runner);
+            }
+            const o = await runner.outcome(scenario);
+            if (o.ok !== true)
+              throw new Error(`${client} ${scenario} over TLS (${mode}): ${o.detail}\n${runner.stderr.slice(-2000)}\n${c.diag().slice(-3000)}`);
+          }, 150_000);
+        }
+      }
+    });
+  }
+});
+
 describe.skipIf(!present)("Java clients", () => {
   test("the scenario list matches Runner --list", () => {
     const r = Bun.spawnSync(["java", "-cp", mavenClasspath("client-4"), "rocketbun.interop.Runner", "--list"], { stdout: "pipe", stderr: "pipe" });
@@ -179,7 +229,11 @@ describe.skipIf(!present)("Java clients", () => {
             if (!runner) {
               // The previous client's JVM is done: one JVM at a time keeps the timing scenarios honest on two cores.
               for (const r of runners.values()) await r.stop();
-              runner = new RunnerProcess(mavenClasspath(project), c.namesrvAddr, `${broker === "apache" ? "ap" : "rb"}${project.slice(-1)}_${Date.now() % 100000}`);
+              runner = new RunnerProcess(
+                mavenClasspath(project),
+                c.namesrvAddr,
+                `${broker === "apache" ? "ap" : "rb"}${project.slice(-1)}_${Date.now() % 100000}`,
+              );
               runners.set(client, runner);
             }
             const o = await runner.outcome(scenario);
