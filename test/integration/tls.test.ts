@@ -70,7 +70,10 @@ describe.skipIf(!run)("TLS (compiled binary)", () => {
     await consumer.start();
     const got: MessageExt[] = [];
     try {
-      consumer.assign(await consumer.fetchQueues(topic));
+      // The topic was auto-created by the sends; its route reaches the name server with the
+      // broker's next registration (brought forward, but asynchronous).
+      const queues = await waitFor(() => consumer.fetchQueues(topic).catch(() => undefined), 10_000, "the topic's route");
+      consumer.assign(queues);
       await waitFor(async () => (got.push(...(await consumer.poll(200))), got.length >= 5), 10_000, "5 messages pulled over TLS");
     } finally {
       await consumer.shutdown();
