@@ -136,8 +136,8 @@ export function indexFileSizeBytes(g: IndexGeometry): number {
  * can take at least one key (otherwise rolling to a new file could never make progress).
  */
 export function assertIndexGeometry(g: IndexGeometry): void {
-  assert(Number.isInteger(g.slotNum) && g.slotNum >= 1 && g.slotNum <= INT32_MAX, () => `index slotNum ${g.slotNum} not in [1, ${INT32_MAX}]`);
-  assert(Number.isInteger(g.indexNum) && g.indexNum >= 2 && g.indexNum <= INT32_MAX, () => `index indexNum ${g.indexNum} not in [2, ${INT32_MAX}]`);
+  assert(Number.isInteger(g.slotNum) && g.slotNum >= 1 && g.slotNum <= INT32_MAX, "index slotNum {} not in [1, {}]", g.slotNum, INT32_MAX);
+  assert(Number.isInteger(g.indexNum) && g.indexNum >= 2 && g.indexNum <= INT32_MAX, "index indexNum {} not in [2, {}]", g.indexNum, INT32_MAX);
 }
 
 export interface IndexFileCreateOptions extends IndexGeometry {

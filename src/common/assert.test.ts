@@ -23,6 +23,13 @@ describe("assert", () => {
     expect(() => assert(false, "queue offsets go forward")).toThrow("invariant violated: queue offsets go forward");
   });
 
+  test("details fill the message's {} in order, only on failure", () => {
+    expect(() => assert(1 > 2, "queue {}-{}: offset {} is not its end {}", "TopicA", 1, 17, 18)).toThrow(
+      "invariant violated: queue TopicA-1: offset 17 is not its end 18",
+    );
+    expect(() => assert(false, "missing {} stays {}", "x")).toThrow("invariant violated: missing x stays undefined");
+  });
+
   test("a lazy message is built only on failure", () => {
     const offset = 7;
     expect(() => assert(offset < 5, () => `offset ${offset} is not below 5`)).toThrow("invariant violated: offset 7 is not below 5");
