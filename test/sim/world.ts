@@ -17,7 +17,9 @@
  *   I4  ConsumeQueues and the CommitLog agree: each queue has exactly one unit per record of that
  *       queue, at its queue offset, pointing at it, and a unit with no record is never served
  *       (checked after every recovery and periodically);
- *   I5  at the end, with faults off, the slave catches up to the master (liveness).
+ *   I5  at the end, with faults off, the slave catches up to the master (liveness);
+ *   I6  neither store halts its write path: a halt means an assertion of the store failed (a bug),
+ *       or a dispatch threw (docs/CONVENTIONS.md §2); checked after every step.
  */
 import { MessageStore, type FlushDiskType, type MessageStoreOptions, type PutMessageResult } from "../../src/commitlog/index.ts";
 import { decodeRecordAt, parseHostAddress } from "../../src/common/message-record.ts";
@@ -226,6 +228,8 @@ async function run(seed: number, opts: SimOptions, trace: string[] | null): Prom
     readOnly,
     clock,
     disk: view,
+    // Into the trace, not the console: a store logs its halt and the units it replaced.
+    log: new SimLogger(readOnly ? "store-slave" : "store-master", trace, () => sim.now),
   });
 
   // ------------------------------------------------------------------ processes
@@ -393,6 +397,14 @@ async function run(seed: number, opts: SimOptions, trace: string[] | null): Prom
       fail(`${who}: dispatched ${store.dispatchedOffset} != end ${store.maxPhyOffset}`);
   };
 
+  /** I6 */
+  const checkHalted = (): void => {
+    for (const [who, store] of [["master", master?.store], ["slave", slave?.store]] as const) {
+      const why = store?.halted;
+      if (why) fail(`${who} store halted its write path: ${why}`);
+    }
+  };
+
   /** I1 */
   const checkPrefix = (): void => {
     if (!master || !slave) return;
@@ -451,6 +463,7 @@ async function run(seed: number, opts: SimOptions, trace: string[] | null): Prom
 
   const crashMaster = async (): Promise<void> => {
     if (!master) return;
+    checkHalted(); // before the restart forgets it
     result.crashes.master++;
     const before = logBytes(master.store);
     const slaveEnd = slave ? slave.store.maxPhyOffset : 0;
@@ -476,6 +489,7 @@ async function run(seed: number, opts: SimOptions, trace: string[] | null): Prom
 
   const crashSlave = async (): Promise<void> => {
     if (!slave) return;
+    checkHalted();
     result.crashes.slave++;
     const before = logBytes(slave.store);
     slave.clock.dead = true;
@@ -500,6 +514,7 @@ async function run(seed: number, opts: SimOptions, trace: string[] | null): Prom
   };
 
   const cleanRestart = async (which: "master" | "slave"): Promise<void> => {
+    checkHalted();
     result.cleanRestarts++;
     if (which === "master" && master) {
       master.ha.stop();
@@ -524,6 +539,7 @@ async function run(seed: number, opts: SimOptions, trace: string[] | null): Prom
   /** The operator's answer to a slave holding bytes its master lost: empty it and let it copy again. */
   const rebuildSlave = async (): Promise<void> => {
     if (!slave) return;
+    checkHalted();
     result.slaveRebuilds++;
     note(`rebuilding the slave (it holds ${slave.store.maxPhyOffset - lostTail!.from} bytes the master lost)`);
     slave.client.stop();
@@ -619,6 +635,7 @@ async function run(seed: number, opts: SimOptions, trace: string[] | null): Prom
     else if (r < 0.9 + 2 * pCrash + 0.005) await cleanRestart(rng.bool() ? "master" : "slave");
     else await sim.advance(rng.int(0, 20));
     net.sweep();
+    checkHalted();
     checkPrefix();
     if (step % 25 === 0) {
       if (master) checkQueues(master.store, "master");
@@ -639,6 +656,7 @@ async function run(seed: number, opts: SimOptions, trace: string[] | null): Prom
     60_000,
   );
   if (!caughtUp) fail(`the slave did not catch up: slave end ${slave!.store.maxPhyOffset}, master end ${master!.store.maxPhyOffset}`);
+  checkHalted();
   checkPrefix();
   checkQueues(master!.store, "master at the end");
   checkQueues(slave!.store, "slave at the end");
