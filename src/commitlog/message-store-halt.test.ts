@@ -119,14 +119,14 @@ describe("MessageStore halts its write path on a broken invariant", () => {
 });
 
 describe("replicated bytes with a second record for one queue offset", () => {
-  test("are input: the later record takes the unit, the replacement is counted and logged, nothing halts", async () => {
+  test("are input: the later record takes the unit, the earlier ones become damage, it is counted and logged, nothing halts", async () => {
     const { store: master } = open();
     for (const b of ["a0", "a1", "a2"]) expect((await master.putMessage(message("T", 0, b))).status).toBe("PUT_OK");
     const end = master.maxPhyOffset;
     const bytes = master.commitLog.read(0, end)!.slice();
 
     const { log, lines } = captureLog();
-    const { store: slave } = open(undefined, { readOnly: true, log });
+    const { store: slave, dir: slaveDir } = open(undefined, { readOnly: true, log });
     expect(slave.appendReplicated(0, bytes)).toBeNull();
     expect(slave.getMaxOffsetInQueue("T", 0)).toBe(3);
 
@@ -154,5 +154,17 @@ describe("replicated bytes with a second record for one queue offset", () => {
     expect(lines.some((l) => l.level === "warn" && l.msg.includes("queue offset 1 already named another record"))).toBe(true);
     expect(slave.getMaxOffsetInQueue("T", 0)).toBe(2);
     expect(bodies(slave.getMessage("T", 0, 0, 32))).toEqual(["a0", "b1"]);
+    // a1 and a2 are what the master lost: damage on the slave too, never served, kept across restarts.
+    const a1 = master.getCommitLogOffsetInQueue("T", 0, 1);
+    const a2 = master.getCommitLogOffsetInQueue("T", 0, 2);
+    expect(slave.corruptRanges.map((r) => [r.from, r.to])).toEqual([
+      [a1, a2],
+      [a2, end],
+    ]);
+    expect(slave.corruptRanges[0]!.reason).toContain("superseded: queue offset 1 of T-0 was given again to the record at " + end);
+    await close(slave);
+    const { store: again } = open(slaveDir, { readOnly: true });
+    expect(again.corruptRanges.length).toBe(2);
+    expect(bodies(again.getMessage("T", 0, 0, 32))).toEqual(["a0", "b1"]);
   });
 });

@@ -258,6 +258,8 @@ export class MessageStore {
   #unitsReplaced = 0;
   /** While #recover runs: where replaced units are reported (the recovery report), else the log. */
   #recoveryProblems: string[] | null = null;
+  /** While #recover runs: records found superseded (see #resolveSecondRecord), merged into #corrupt at its end. */
+  #recoverySuperseded: CorruptRange[] = [];
   readonly #log: Logger;
   #memoryHotBytes: number;
   recovery: RecoveryReport | null = null;
@@ -377,7 +379,8 @@ export class MessageStore {
       resyncLimit,
     );
     for (const r of scan.corruptRanges) problems.push(`commitlog: damaged bytes [${r.from}, ${r.to}) skipped: ${r.reason}`);
-    this.#loadCorruptRanges(scan.corruptRanges, scan.endOffset);
+    this.#loadCorruptRanges([...scan.corruptRanges, ...this.#recoverySuperseded], scan.endOffset);
+    this.#recoverySuperseded = [];
     if (scan.truncatedBytes > 0) problems.push(`commitlog: torn tail of ${scan.truncatedBytes} bytes at ${scan.endOffset} truncated`);
 
     // Apply: cut the log at its real end, drop index units that point past it.
@@ -838,12 +841,60 @@ export class MessageStore {
     const t = transactionType(sysFlag);
     if (t === SysFlag.TRANSACTION_NOT_TYPE || t === SysFlag.TRANSACTION_COMMIT_TYPE) {
       const cq = this.#consumeQueue(topic, queueId);
-      if (cq.putUnit(queueOffset, phyOffset, size, tagsCode, from) === "replaced") this.#unitReplaced(cq, queueOffset, phyOffset);
+      if (from === "log" && queueOffset < cq.maxOffset && this.#resolveSecondRecord(cq, queueOffset, phyOffset, size)) {
+        // This record is the superseded one: recorded as damage, no unit.
+      } else if (cq.putUnit(queueOffset, phyOffset, size, tagsCode, from) === "replaced") {
+        this.#unitReplaced(cq, queueOffset, phyOffset);
+      }
       this.#unflushedQueues.add(cq);
     }
     if (keys !== undefined || uniqKey !== undefined) {
       this.#index.buildIndex({ topic, keys, uniqKey, phyOffset, storeTimestamp, sysFlag });
     }
+  }
+
+  /**
+   * A dispatch from CommitLog bytes for a queue offset that already has a unit (rare). When that
+   * unit names a real record too, the log holds two records with one queue offset: a master
+   * re-used the offsets of records its recovery lost (it cut them into a damaged range, or lost
+   * them with its tail) after this slave had received them whole. The record later in the log is
+   * the master's word; the earlier one, and every record this queue holds past it, is what the
+   * master lost: each is recorded as a damaged range ("superseded"), never served, as the master
+   * never serves its own damage (docs/STORAGE.md §9.3). Returns true when the record being
+   * dispatched is the superseded one (it gets no unit); otherwise putUnit then replaces the unit.
+   * A unit naming no such record (a damaged queue file) is simply replaced by putUnit.
+   */
+  #resolveSecondRecord(cq: ConsumeQueue, queueOffset: number, phy: number, size: number): boolean {
+    const old = cq.get(queueOffset);
+    if (!old || old.size === CQ_FILLER_SIZE || old.phyOffset === phy) return false;
+    if (!this.#unitNamesRecord(cq, queueOffset, old.phyOffset, old.size)) return false;
+    if (old.phyOffset > phy) {
+      this.#supersede(phy, size, cq, queueOffset, old.phyOffset);
+      return true;
+    }
+    for (let off = queueOffset; off < cq.maxOffset; off++) {
+      const u = cq.get(off);
+      if (u && u.size !== CQ_FILLER_SIZE && u.phyOffset < phy && this.#unitNamesRecord(cq, off, u.phyOffset, u.size)) {
+        this.#supersede(u.phyOffset, u.size, cq, off, phy);
+      }
+    }
+    return false;
+  }
+
+  #supersede(phy: number, size: number, cq: ConsumeQueue, queueOffset: number, laterPhy: number): void {
+    if (this.#isCorrupt(phy)) return;
+    const range: CorruptRange = {
+      from: phy,
+      to: phy + size,
+      reason: `superseded: queue offset ${queueOffset} of ${cq.topic}-${cq.queueId} was given again to the record at ${laterPhy} (the master lost this one)`,
+    };
+    if (this.#recoveryProblems) {
+      if (!this.#recoverySuperseded.some((r) => r.from === phy)) this.#recoverySuperseded.push(range);
+      return;
+    }
+    const at = this.#corrupt.findIndex((r) => r.from > phy);
+    this.#corrupt.splice(at < 0 ? this.#corrupt.length : at, 0, range);
+    this.#saveCorruptRanges();
   }
 
   /**
