@@ -89,6 +89,21 @@ describe("MessageStore halts its write path on a broken invariant", () => {
     expect((await reopened.putMessage(message("T", 0, "m2"))).appended[0]!.queueOffset).toBe(6);
   });
 
+  test("an append that would start below the previous one (a write position moved back) halts before writing a byte", async () => {
+    const { log, lines } = captureLog();
+    const { store } = open(undefined, { log });
+    expect((await store.putMessage(message("T", 0, "m0"))).status).toBe("PUT_OK");
+    const end = store.maxPhyOffset;
+    store.commitLog.segments.at(-1)!.wrotePosition -= 10;
+    const r = await store.putMessage(message("T", 0, "m1"));
+    expect(r.status).toBe("SERVICE_NOT_AVAILABLE");
+    expect(r.remark).toContain(`broken invariant (a bug) (restart to recover): invariant violated: append at ${end - 10} is below the end ${end}`);
+    expect(lines.filter((l) => l.level === "error").length).toBe(1);
+    expect((await store.putMessage(message("U", 1, "x"))).status).toBe("SERVICE_NOT_AVAILABLE");
+    store.commitLog.segments.at(-1)!.wrotePosition += 10;
+    expect(bodies(store.getMessage("T", 0, 0, 32))).toEqual(["m0"]);
+  });
+
   test("a unit this process wrote that does not name its record is never served and halts writes; one left by a crash only is skipped", async () => {
     const { log, lines } = captureLog();
     const { store, dir } = open(undefined, { log });

@@ -730,11 +730,13 @@ export class MessageStore {
   #refusal(): string | null {
     if (this.#shutdown) return "message store has shut down";
     if (this.#o.readOnly) return "message store is read-only (slave)";
-    if (this.commitLog.writeError) return `message store is not writable: ${this.commitLog.writeError.message}`;
+    // Before the CommitLog's write error: an assertion inside an append sets that too, and the
+    // answer should name the bug.
     if (this.#halted) {
       const what = this.#halted instanceof AssertionError ? "a broken invariant (a bug)" : "a dispatch failure";
       return `message store stopped taking writes after ${what} (restart to recover): ${this.#halted.message}`;
     }
+    if (this.commitLog.writeError) return `message store is not writable: ${this.commitLog.writeError.message}`;
     if (this.#diskFull) return `disk usage is above diskCriticalRatio ${this.#o.diskCriticalRatio}: writes refused`;
     return null;
   }
