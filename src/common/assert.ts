@@ -14,8 +14,8 @@
  *   assert(expected === at, "queue {}-{}: offset {} put at its end {}", topic, queueId, offset, end);
  *
  * A template literal would build its string on every call, and an arrow that captures variables
- * is a new closure on every call (the JIT tier Bun runs us on does not sink such allocations); a
- * function message is there for cold paths only.
+ * is a new closure on every call (JSC sinks such allocations only in its FTL tier, which
+ * src/runtime-tuning.ts turns off); a function message is for cold paths only.
  */
 
 export class AssertionError extends Error {
