@@ -902,7 +902,8 @@ export class MessageStore {
   /**
    * CommitLog bytes hold a second record with a queue offset that already has a unit: input (a
    * master re-used the offsets of records its recovery lost, or the queue file was damaged), so
-   * it is reported, not asserted; the record dispatched last took the unit (ConsumeQueue.putUnit).
+   * it is reported, not asserted; the record being dispatched took the unit (ConsumeQueue.putUnit,
+   * after #resolveSecondRecord found it the later of two real records, or the unit garbage).
    */
   #unitReplaced(cq: ConsumeQueue, queueOffset: number, phyOffset: number): void {
     this.#unitsReplaced++;
