@@ -44,11 +44,6 @@ export function isJsonObject(v: unknown): v is JsonObject {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
 
-/** A broken internal invariant (a bug in the caller), not bad input: fail loudly (docs/CONVENTIONS.md §2). */
-export function invariant(cond: boolean, msg: string): asserts cond {
-  if (!cond) throw new Error(`invariant violated: ${msg}`);
-}
-
 export function configPath(dir: string, file: string): string {
   return join(dir, "config", file);
 }

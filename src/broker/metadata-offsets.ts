@@ -18,12 +18,12 @@ import {
   type MetadataOptions,
   INT32_MAX,
   configPath,
-  invariant,
   isJsonObject,
   loadConfigFile,
   DirtyFile,
   show,
 } from "./metadata-file.ts";
+import { assert } from "../common/assert.ts";
 import { type Invalid, isInvalid } from "../common/invalid.ts";
 
 export interface ConsumerOffsetBody {
@@ -276,8 +276,8 @@ export class DelayOffsetManager {
 
   /** Called by the schedule service only, so bad arguments are a bug there, not input. */
   set(level: number, offset: number): void {
-    invariant(Number.isInteger(level) && level >= 1 && level <= INT32_MAX, `delay level ${level} must be an integer >= 1`);
-    invariant(isOffset(offset) && offset >= 0, `delay offset ${offset} must be a non-negative safe integer`);
+    assert(Number.isInteger(level) && level >= 1 && level <= INT32_MAX, `delay level ${level} must be an integer >= 1`);
+    assert(isOffset(offset) && offset >= 0, `delay offset ${offset} must be a non-negative safe integer`);
     if (this.#table.get(level) === offset) return;
     this.#table.set(level, offset);
     this.#file.markDirty();

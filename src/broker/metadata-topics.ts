@@ -18,7 +18,6 @@ import {
   adoptMasterTable,
   configPath,
   decodeVersionedTable,
-  invariant,
   isJsonObject,
   loadConfigFile,
   nextVersion,
@@ -28,6 +27,7 @@ import {
   show,
   versionedTableBody,
 } from "./metadata-file.ts";
+import { assert } from "../common/assert.ts";
 import { type DataVersion } from "../protocol/data-version.ts";
 import { type Invalid, isInvalid } from "../common/invalid.ts";
 import { isInherited, PermName } from "../protocol/permission.ts";
@@ -223,12 +223,12 @@ export class TopicConfigManager {
    * restart. Call after `load()`. Returns the names added.
    */
   ensureSystemTopics(o: SystemTopicOptions): string[] {
-    invariant(Number.isSafeInteger(o.defaultTopicQueueNums) && o.defaultTopicQueueNums > 0, "defaultTopicQueueNums must be a positive integer");
+    assert(Number.isSafeInteger(o.defaultTopicQueueNums) && o.defaultTopicQueueNums > 0, "defaultTopicQueueNums must be a positive integer");
     const next = new Map(this.#topics);
     const added: string[] = [];
     for (const c of systemTopics(o)) {
       const bad = validateTopicName(c.topicName);
-      invariant(bad === null, `system topic name ${JSON.stringify(c.topicName)}: ${bad}`);
+      assert(bad === null, `system topic name ${JSON.stringify(c.topicName)}: ${bad}`);
       if (next.has(c.topicName)) continue;
       next.set(c.topicName, Object.freeze(c));
       added.push(c.topicName);

@@ -22,6 +22,7 @@ import { systemClock, type Clock, type TimerHandle } from "../common/clock.ts";
 import type { StoreDisk } from "./disk.ts";
 import { MappedFileQueue } from "./mapped-file-queue.ts";
 import type { MappedFile } from "./mapped-file.ts";
+import { assert } from "../common/assert.ts";
 import {
   BLANK_MARKER_SIZE,
   decodeRecordAt,
@@ -92,6 +93,8 @@ export class CommitLog {
   #commitRound: { promise: Promise<void>; resolve: () => void } | null = null;
   /** Sticky: once a write or flush failed, every later write is refused (NATS' mb.werr). */
   #writeError: Error | null = null;
+  /** End of the last append (or where recovery cut the log): the next record starts at or past it. */
+  #appendedEnd = 0;
 
   constructor(opts: CommitLogOptions) {
     // A copy: reconfigure() changes it, and the caller's object is not ours to change.
@@ -176,7 +179,11 @@ export class CommitLog {
   }
 
   setNextQueueOffset(topic: string, queueId: number, offset: number): void {
-    this.#queueOffsets.set(`${topic}-${queueId}`, offset);
+    const key = `${topic}-${queueId}`;
+    // Recovery sets each counter once, to its queue's end; moving one back would hand out a queue
+    // offset a stored record already has (two records with one queue offset).
+    assert(offset >= (this.#queueOffsets.get(key) ?? 0), "queue {}: next queue offset moved back from {} to {}", key, this.#queueOffsets.get(key), offset);
+    this.#queueOffsets.set(key, offset);
   }
 
   removeQueueOffsets(topic: string): void {
@@ -216,6 +223,10 @@ export class CommitLog {
     const storeTimestamp = this.#now();
     const out: AppendResult[] = [];
     const base = file.wrotePosition;
+    // Physical offsets only grow: a write position moved back (a stray unreserve or truncation)
+    // would put these records over ones already acknowledged.
+    const at = file.fileFromOffset + base;
+    assert(at >= this.#appendedEnd, "append at {} is below the end {} of the previous one", at, this.#appendedEnd);
     const r = staged ? file.reserve(total, STAGE_BYTES) : null;
     try {
       const dst = r ? r.buf : file.buf;
@@ -229,11 +240,16 @@ export class CommitLog {
         const queueOffset = assign ? (this.#queueOffsets.get(key) ?? 0) : 0;
         const physicalOffset = file.fileFromOffset + base + (pos - start);
         const size = encodeRecord(dst, pos, input, queueOffset, physicalOffset, storeTimestamp, view);
+        // The reservation was sized from `sizes`: a record of another size would shift every
+        // later record off the PHYSICALOFFSET written into it.
+        assert(size === sizes[i], "record {} encoded to {} bytes, {} were reserved", i, size, sizes[i]);
         pos += size;
         if (assign) this.#queueOffsets.set(key, queueOffset + 1);
         out.push({ physicalOffset, size, queueOffset, storeTimestamp });
       }
+      assert(pos - start === total, "a batch filled {} of the {} bytes reserved", pos - start, total);
       if (!r) file.wrotePosition = base + total;
+      this.#appendedEnd = file.fileFromOffset + base + total;
     } catch (e) {
       if (r) file.unreserve(total);
       this.#writeError = e instanceof Error ? e : new Error(String(e));
@@ -295,6 +311,7 @@ export class CommitLog {
     if (offset + data.length > segStart + this.#opts.segmentBytes) return { invalid: "replicated chunk crosses a segment end" };
     const file = this.#files.lastWritable(offset);
     if (empty) file.wrotePosition = file.flushedPosition = offset - segStart;
+    this.#appendedEnd = offset + data.length;
     try {
       if (this.#staged) {
         const r = file.reserve(data.length, STAGE_BYTES);
@@ -407,7 +424,7 @@ export class CommitLog {
 
   /**
    * Sets the write position after recovery: everything at or past `offset` is dropped (later
-   * segments deleted, the tail of the last one zeroed). Every segment before the last counts
+   * segments deleted, the tail of the last one zeroed) and the queue offset counters are cleared. Every segment before the last counts
    * as full; everything kept counts as flushed (it was read back from disk).
    */
   truncateTo(offset: number): void {
@@ -421,6 +438,10 @@ export class CommitLog {
       this.#files.lastWritable(offset);
     }
     this.#flushedOffset = this.maxOffset;
+    this.#appendedEnd = this.maxOffset;
+    // Records past the cut took their queue offsets with them: the caller sets each counter
+    // again from its queue (the only time a counter may move back).
+    this.#queueOffsets.clear();
   }
 
   /** Unmaps idle segments except the last two (the one being written and its predecessor). */

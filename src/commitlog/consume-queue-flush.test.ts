@@ -72,22 +72,22 @@ describe("ConsumeQueue least-pages flushing", () => {
     const root = tempStoreDir("cq-flush-");
     dirs.push(root);
     const cq = new ConsumeQueue(root, "T", 0, 1000);
-    cq.putUnit(0, 0, 10, 0);
+    cq.putUnit(0, 0, 10, 0, "log");
     expect([cq.isAbleToFlush(0), cq.isAbleToFlush(1), cq.isAbleToFlush(2)]).toEqual([true, false, false]);
-    for (let i = 1; i < UNITS_FOR_TWO_PAGES; i++) cq.putUnit(i, i * 10, 10, 0);
+    for (let i = 1; i < UNITS_FOR_TWO_PAGES; i++) cq.putUnit(i, i * 10, 10, 0, "log");
     expect(cq.isAbleToFlush(2)).toBe(true);
     cq.flushSync(2);
     expect([cq.dirty, cq.isAbleToFlush(0)]).toEqual([false, false]);
     // A full file (64 units = 1280 bytes, under one page) is flushed whatever the page count.
     const small = new ConsumeQueue(root, "S", 0, 64);
-    for (let i = 0; i < 63; i++) small.putUnit(i, i * 10, 10, 0);
+    for (let i = 0; i < 63; i++) small.putUnit(i, i * 10, 10, 0, "log");
     expect(small.isAbleToFlush(2)).toBe(false);
-    small.putUnit(63, 630, 10, 0);
+    small.putUnit(63, 630, 10, 0, "log");
     expect(small.isAbleToFlush(2)).toBe(true);
     small.flushSync(2);
     expect(small.dirty).toBe(false);
     expect(small.firstUnflushedPhyOffset()).toBeUndefined();
-    small.putUnit(64, 640, 10, 0);
+    small.putUnit(64, 640, 10, 0, "log");
     expect(small.firstUnflushedPhyOffset()).toBe(640);
     cq.close();
     small.close();

@@ -17,6 +17,7 @@
  * never claims them, and recovery rewrites them from the CommitLog.
  */
 import { join } from "node:path";
+import { assert } from "../common/assert.ts";
 import { setInt64 } from "../common/message-record.ts";
 import type { StoreDisk } from "./disk.ts";
 import { MappedFileQueue } from "./mapped-file-queue.ts";
@@ -25,6 +26,11 @@ import { CQ_UNIT_SIZE } from "../protocol/store-layout.ts";
 
 export const CQ_UNITS_PER_FILE_DEFAULT = 300_000;
 export const CQ_FILLER_SIZE = 0x7fffffff;
+
+/** Who knows a unit's queue offset (see ConsumeQueue.putUnit). */
+export type PutUnitSource = "put" | "log" | "rewrite";
+/** "replaced": a different unit was there (a "log" dispatch), the caller reports it. */
+export type PutUnitResult = "written" | "present" | "replaced" | "below-min";
 
 export interface CqUnit {
   phyOffset: number;
@@ -49,6 +55,12 @@ export class ConsumeQueue {
   #minLogicOffset = 0;
   /** End (offset + size) of the last CommitLog record indexed here; -1 when empty. */
   maxPhysicOffset = -1;
+  /**
+   * First queue offset whose unit this process wrote (set by the store after recovery; 0 for a
+   * queue created since): units from here on name records it appended or verified itself, so
+   * one that does not match its record is a bug, not damage left by a crash.
+   */
+  writtenHereFrom = 0;
 
   constructor(rootDir: string, topic: string, queueId: number, unitsPerFile = CQ_UNITS_PER_FILE_DEFAULT, disk?: StoreDisk) {
     this.topic = topic;
@@ -88,16 +100,41 @@ export class ConsumeQueue {
   }
 
   /**
-   * Writes the unit for queue offset `cqOffset`. Re-dispatching a unit already written (after a
-   * restart) is a no-op; a jump forward pads with filler units.
+   * Writes the unit for queue offset `cqOffset`. `from` says who knows the offset, which decides
+   * what a unit behind or ahead of the queue's end means:
+   *
+   *   "put"      the send path: the CommitLog's counter assigned `cqOffset` a moment ago, and the
+   *              counter starts each queue at its end (recovery) and moves with it, so anything
+   *              but the end is a bug in this process: asserted.
+   *   "log"      dispatch from CommitLog bytes (replication, recovery below the checkpoint). A
+   *              unit already there is re-dispatched after a restart: nothing to do if it is the
+   *              same unit (checked, not assumed). A different one means the log holds two records
+   *              with one queue offset (a master re-used the offsets of records its recovery
+   *              lost, which this slave already held) or the queue file was damaged; input, so
+   *              the record dispatched last, the CommitLog's word, replaces the unit and what
+   *              follows it, and the caller reports the conflict. A jump forward (records lost to damage) is
+   *              padded with filler units (docs/STORAGE.md §3).
+   *   "rewrite"  recovery past the checkpoint: units there were never flushed and may be torn, so
+   *              the CommitLog's word replaces them unread.
+   *
+   * Units below the first file still on disk (deleted by retention) are left alone.
    */
-  putUnit(cqOffset: number, phyOffset: number, size: number, tagsCode: number, overwrite = false): void {
+  putUnit(cqOffset: number, phyOffset: number, size: number, tagsCode: number, from: PutUnitSource): PutUnitResult {
     const expected = cqOffset * CQ_UNIT_SIZE;
     let at = this.#files.maxOffset;
+    if (from === "put") {
+      // The counter and the queue moving apart is how one queue offset ends up with two records
+      // (or a record with none): stop before the unit is written.
+      const end = at / CQ_UNIT_SIZE;
+      assert(expected === at, "queue {}-{}: the send path put queue offset {}, but the queue ends at {}", this.topic, this.queueId, cqOffset, end);
+    }
+    let result: PutUnitResult = "written";
     if (expected < at) {
-      if (!overwrite || expected < this.#files.minOffset) return;
-      // Recovery past the checkpoint: what is on disk there was never flushed and may be torn, so
-      // the CommitLog's word replaces it (and everything after it in this queue).
+      if (expected < this.#files.minOffset) return "below-min";
+      if (from === "log") {
+        if (this.#unitEquals(expected, phyOffset, size, tagsCode)) return "present";
+        result = "replaced";
+      }
       this.#files.truncateDirty(expected);
       at = this.#files.maxOffset;
     }
@@ -113,6 +150,14 @@ export class ConsumeQueue {
     }
     this.#writeUnit(phyOffset, size, tagsCode);
     this.maxPhysicOffset = phyOffset + size;
+    return result;
+  }
+
+  #unitEquals(byteOffset: number, phyOffset: number, size: number, tagsCode: number): boolean {
+    const f = this.#files.findByOffset(byteOffset);
+    if (!f) return false;
+    const pos = byteOffset - f.fileFromOffset;
+    return readLong(f.view, pos) === phyOffset && f.view.getInt32(pos + 8) === size && readLong(f.view, pos + 12) === tagsCode;
   }
 
   /**

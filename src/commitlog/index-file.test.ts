@@ -1,3 +1,4 @@
+import { AssertionError } from "../common/assert.ts";
 import { javaStringHashCode } from "../common/message-record.ts";
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from "node:fs";
@@ -316,8 +317,8 @@ describe("put and select", () => {
   });
 
   test("a bad geometry or bad put argument is a bug and throws", () => {
-    expect(() => IndexFile.create(join(dir, "a"), { slotNum: 0, indexNum: 4 })).toThrow(RangeError);
-    expect(() => IndexFile.create(join(dir, "b"), { slotNum: 4, indexNum: 1 })).toThrow(RangeError);
+    expect(() => IndexFile.create(join(dir, "a"), { slotNum: 0, indexNum: 4 })).toThrow(AssertionError);
+    expect(() => IndexFile.create(join(dir, "b"), { slotNum: 4, indexNum: 1 })).toThrow(AssertionError);
     const f = IndexFile.create(join(dir, "c"), { slotNum: 4, indexNum: 4 });
     expect(() => f.putKey("T#a", -1, T0)).toThrow(RangeError);
     expect(() => f.putKey("T#a", 1.5, T0)).toThrow(RangeError);

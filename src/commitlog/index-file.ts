@@ -55,6 +55,7 @@
  * steps leaves a file whose chains are intact: an entry not yet counted is unreachable, and a
  * counted entry not yet linked from its slot is merely unreachable too.
  */
+import { assert } from "../common/assert.ts";
 import { nodeDisk, type SegmentFile, type StoreDisk } from "./disk.ts";
 import { javaStringHashCode, setInt64 } from "../common/message-record.ts";
 import { INDEX_ENTRY_SIZE_BYTES, INDEX_HEADER_SIZE_BYTES, INDEX_SLOT_SIZE_BYTES } from "../protocol/store-layout.ts";
@@ -133,12 +134,8 @@ export function indexFileSizeBytes(g: IndexGeometry): number {
  * can take at least one key (otherwise rolling to a new file could never make progress).
  */
 export function assertIndexGeometry(g: IndexGeometry): void {
-  if (!Number.isInteger(g.slotNum) || g.slotNum < 1 || g.slotNum > INT32_MAX) {
-    throw new RangeError(`index slotNum ${g.slotNum} not in [1, ${INT32_MAX}]`);
-  }
-  if (!Number.isInteger(g.indexNum) || g.indexNum < 2 || g.indexNum > INT32_MAX) {
-    throw new RangeError(`index indexNum ${g.indexNum} not in [2, ${INT32_MAX}]`);
-  }
+  assert(Number.isInteger(g.slotNum) && g.slotNum >= 1 && g.slotNum <= INT32_MAX, "index slotNum {} not in [1, {}]", g.slotNum, INT32_MAX);
+  assert(Number.isInteger(g.indexNum) && g.indexNum >= 2 && g.indexNum <= INT32_MAX, "index indexNum {} not in [2, {}]", g.indexNum, INT32_MAX);
 }
 
 export interface IndexFileCreateOptions extends IndexGeometry {

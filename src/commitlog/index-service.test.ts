@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { AssertionError } from "../common/assert.ts";
 import { nodeDisk, type SegmentFile, type StoreDisk } from "./disk.ts";
 import { INDEX_NUM_DEFAULT, INDEX_SLOT_NUM_DEFAULT, IndexFile, indexFileSizeBytes } from "./index-file.ts";
 import { type IndexDispatch, IndexService, indexFileName } from "./index-service.ts";
@@ -47,7 +48,7 @@ describe("IndexService", () => {
   test("defaults are RocketMQ's", () => {
     const svc = new IndexService({ dir });
     expect([svc.slotNum, svc.indexNum]).toEqual([INDEX_SLOT_NUM_DEFAULT, INDEX_NUM_DEFAULT]);
-    expect(() => new IndexService({ dir, slotNum: 0 })).toThrow(RangeError);
+    expect(() => new IndexService({ dir, slotNum: 0 })).toThrow(AssertionError);
   });
 
   test("file names are yyyyMMddHHmmssSSS in local time", () => {

@@ -17,11 +17,13 @@
  */
 import { totalmem } from "node:os";
 import { join } from "node:path";
+import { AssertionError, assert } from "../common/assert.ts";
 import { systemClock, type Clock, type TimerHandle } from "../common/clock.ts";
+import { scope, type Logger } from "../common/log.ts";
 import { readCheckpoint, writeCheckpoint, writeCheckpointAsync, type Checkpoint } from "./checkpoint.ts";
 import { CommitLog, type AppendResult, type StoreRecordInput } from "./commit-log.ts";
 import { type FlushDiskType } from "../protocol/broker-config.ts";
-import { ConsumeQueue, CQ_FILLER_SIZE } from "./consume-queue.ts";
+import { ConsumeQueue, CQ_FILLER_SIZE, type PutUnitSource } from "./consume-queue.ts";
 import { CQ_UNIT_SIZE } from "../protocol/store-layout.ts";
 import { SegmentSizeError } from "./mapped-file.ts";
 import { nodeDisk, type StoreDisk } from "./disk.ts";
@@ -92,6 +94,8 @@ export interface MessageStoreOptions {
   flushCommitLogThoroughIntervalMs?: number;
   /** How often idle mappings are looked for (default 5000 ms); a file untouched for a whole interval is unmapped. */
   releaseColdIntervalMs?: number;
+  /** Where the store logs a halt and replaced units; default scope("store"). */
+  log?: Logger;
 }
 
 export type PutMessageStatus =
@@ -244,7 +248,21 @@ export class MessageStore {
   #lastThoroughFlushAt = 0;
   /** The last checkpoint written; an unchanged one is not written again. */
   #lastCheckpoint: Checkpoint | null = null;
-  #dispatchError: Error | null = null;
+  /**
+   * Set once the write path failed in a way a retry cannot fix: a broken invariant (an
+   * AssertionError: a bug) or a dispatch that threw (records in the CommitLog without their
+   * units). Every later put is refused with SERVICE_NOT_AVAILABLE, replicated bytes too, while
+   * reads go on; the stop leaves the abort marker, so the next start recovers the units from the
+   * CommitLog. Logged once, at error level.
+   */
+  #halted: Error | null = null;
+  /** Units a dispatch from CommitLog bytes found holding another record's place (see ConsumeQueue.putUnit). */
+  #unitsReplaced = 0;
+  /** While #recover runs: where replaced units are reported (the recovery report), else the log. */
+  #recoveryProblems: string[] | null = null;
+  /** While #recover runs: records found superseded (see #resolveSecondRecord), merged into #corrupt at its end. */
+  #recoverySuperseded: CorruptRange[] = [];
+  readonly #log: Logger;
   #memoryHotBytes: number;
   recovery: RecoveryReport | null = null;
   /** Called after every successful append (the HA service streams new bytes to slaves). */
@@ -272,6 +290,7 @@ export class MessageStore {
     });
     this.#index = new IndexService({ dir: join(o.dir, "index"), slotNum: o.indexSlotNum, indexNum: o.indexNum, now: this.#now, disk: this.#disk });
     this.#memoryHotBytes = memoryHotBytes(o);
+    this.#log = o.log ?? scope("store");
   }
 
   /**
@@ -326,6 +345,7 @@ export class MessageStore {
     const dir = this.#o.dir;
     const abnormal = this.#disk.exists(join(dir, "abort"));
     const problems: string[] = [...this.#loadSized("store.commitLogSegmentBytes", 1, () => this.commitLog.load())];
+    this.#recoveryProblems = problems;
     const cp = readCheckpoint(join(dir, "checkpoint"), this.#disk);
     const cpValid = cp !== null && !("invalid" in cp);
     problems.push(...this.#index.load(cpValid && abnormal ? cp.indexCheckpointTimestamp : undefined));
@@ -361,7 +381,8 @@ export class MessageStore {
       resyncLimit,
     );
     for (const r of scan.corruptRanges) problems.push(`commitlog: damaged bytes [${r.from}, ${r.to}) skipped: ${r.reason}`);
-    this.#loadCorruptRanges(scan.corruptRanges, scan.endOffset);
+    this.#loadCorruptRanges([...scan.corruptRanges, ...this.#recoverySuperseded], scan.endOffset);
+    this.#recoverySuperseded = [];
     if (scan.truncatedBytes > 0) problems.push(`commitlog: torn tail of ${scan.truncatedBytes} bytes at ${scan.endOffset} truncated`);
 
     // Apply: cut the log at its real end, drop index units that point past it.
@@ -373,7 +394,9 @@ export class MessageStore {
       cq.truncateDirty(scan.endOffset, abnormal ? (off, phy, size) => this.#unitNamesRecord(cq, off, phy, size) : undefined);
       cq.correctMinOffset(clMin);
       this.commitLog.setNextQueueOffset(cq.topic, cq.queueId, cq.maxOffset);
+      cq.writtenHereFrom = cq.maxOffset;
     }
+    this.#recoveryProblems = null;
     this.recovery = {
       abnormal,
       checkpoint: cp === null ? "missing" : "invalid" in cp ? cp.invalid : "valid",
@@ -615,12 +638,21 @@ export class MessageStore {
     try {
       appended = this.commitLog.appendBatch(inputs, assign);
     } catch (e) {
+      if (e instanceof AssertionError) return this.#haltedResult(e, "append");
       return { status: "UNKNOWN_ERROR", remark: e instanceof Error ? e.message : String(e), appended: [] };
     }
     try {
+      // One result per request, in request order: the send processor answers request i with
+      // result i (msg ids, queue offset) and the records lie back to back in one segment.
+      assert(appended.length === reqs.length, "a batch of {} requests got {} append results", reqs.length, appended.length);
       for (let i = 0; i < reqs.length; i++) {
         const r = reqs[i]!;
         const a = appended[i]!;
+        if (i > 0) {
+          const prev = appended[i - 1]!;
+          const prevEnd = prev.physicalOffset + prev.size;
+          assert(a.physicalOffset === prevEnd, "batch result {} at {} does not follow the one before, ending at {}", i, a.physicalOffset, prevEnd);
+        }
         const known = r.propertiesParsed === true || (r.tags !== undefined && (r.keys !== undefined || r.uniqKey !== undefined));
         const props = known ? null : parseProperties(r.properties);
         const tags = r.tags ?? props?.[MessageConst.TAGS];
@@ -635,13 +667,13 @@ export class MessageStore {
           this.#tagsCode(r.topic, props, a.storeTimestamp, tags),
           r.keys ?? props?.[MessageConst.KEYS],
           r.uniqKey ?? props?.[MessageConst.UNIQ_KEY],
+          "put",
         );
       }
     } catch (e) {
-      // The records are in the CommitLog but not indexed: a broken invariant. Stop taking writes;
-      // a restart re-dispatches them from the CommitLog.
-      this.#dispatchError = e instanceof Error ? e : new Error(String(e));
-      return { status: "UNKNOWN_ERROR", remark: `dispatch failed, store stopped taking writes: ${this.#dispatchError.message}`, appended: [] };
+      // The records are in the CommitLog but (some) not indexed. Stop taking writes; a restart
+      // re-dispatches them from the CommitLog.
+      return this.#haltedResult(e, "dispatch");
     }
     const last = appended.at(-1)!;
     this.#reputOffset = last.physicalOffset + last.size;
@@ -675,12 +707,38 @@ export class MessageStore {
     return b;
   }
 
+  /**
+   * Halts the write path (see #halted) and answers the put that found the failure. The first
+   * failure is the one kept and logged; a broken invariant is named a bug.
+   */
+  #haltedResult(e: unknown, where: string): PutMessageResult {
+    this.#halt(e, where);
+    return { status: "SERVICE_NOT_AVAILABLE", remark: this.#refusal() ?? "message store halted", appended: [] };
+  }
+
+  #halt(e: unknown, where: string): void {
+    if (this.#halted !== null) return;
+    const err = e instanceof Error ? e : new Error(String(e));
+    this.#halted = err;
+    const what = err instanceof AssertionError ? "a broken invariant (a bug)" : "a failure";
+    this.#log.error(`${where}: ${what}; the store takes no more writes, reads go on, a restart recovers: ${err.stack ?? err.message}`);
+  }
+
+  /** Why the write path halted (see #halted), or null while it takes writes. */
+  get halted(): string | null {
+    return this.#halted === null ? null : this.#halted.message;
+  }
+
   #refusal(): string | null {
     if (this.#shutdown) return "message store has shut down";
     if (this.#o.readOnly) return "message store is read-only (slave)";
+    // Before the CommitLog's write error: an assertion inside an append sets that too, and the
+    // answer should name the bug.
+    if (this.#halted) {
+      const what = this.#halted instanceof AssertionError ? "a broken invariant (a bug)" : "a dispatch failure";
+      return `message store stopped taking writes after ${what} (restart to recover): ${this.#halted.message}`;
+    }
     if (this.commitLog.writeError) return `message store is not writable: ${this.commitLog.writeError.message}`;
-    if (this.#dispatchError)
-      return `message store stopped taking writes after a dispatch failure (restart to recover): ${this.#dispatchError.message}`;
     if (this.#diskFull) return `disk usage is above diskCriticalRatio ${this.#o.diskCriticalRatio}: writes refused`;
     return null;
   }
@@ -697,12 +755,19 @@ export class MessageStore {
    */
   appendReplicated(offset: number, data: Uint8Array, damaged?: string): { invalid: string } | null {
     if (this.#shutdown) return { invalid: "message store has shut down" };
+    if (this.#halted) return { invalid: this.#refusal() ?? "message store halted" };
     const wasEmpty = this.commitLog.segments.length === 0;
     const bad = this.commitLog.appendRaw(offset, data);
     if (bad) return bad;
     if (wasEmpty) this.#reputOffset = offset;
-    if (damaged !== undefined) this.#replicatedDamage(offset, offset + data.length, damaged);
-    this.reput();
+    try {
+      if (damaged !== undefined) this.#replicatedDamage(offset, offset + data.length, damaged);
+      this.reput();
+    } catch (e) {
+      // As on the put path: bytes stored but not dispatched (or a bug) stop the writes.
+      this.#halt(e, "replicated dispatch");
+      return { invalid: this.#refusal() ?? "message store halted" };
+    }
     return null;
   }
 
@@ -759,7 +824,7 @@ export class MessageStore {
       this.#tagsCode(rec.topic, props, rec.storeTimestamp, tags),
       props[MessageConst.KEYS],
       props[MessageConst.UNIQ_KEY],
-      rewrite,
+      rewrite ? "rewrite" : "log",
     );
     this.#reputOffset = offset + rec.totalSize;
   }
@@ -775,17 +840,80 @@ export class MessageStore {
     tagsCode: number,
     keys: string | undefined,
     uniqKey: string | undefined,
-    rewrite = false,
+    from: PutUnitSource,
   ): void {
     const t = transactionType(sysFlag);
     if (t === SysFlag.TRANSACTION_NOT_TYPE || t === SysFlag.TRANSACTION_COMMIT_TYPE) {
       const cq = this.#consumeQueue(topic, queueId);
-      cq.putUnit(queueOffset, phyOffset, size, tagsCode, rewrite);
+      if (from === "log" && queueOffset < cq.maxOffset && this.#resolveSecondRecord(cq, queueOffset, phyOffset, size)) {
+        // This record is the superseded one: recorded as damage, no unit.
+      } else if (cq.putUnit(queueOffset, phyOffset, size, tagsCode, from) === "replaced") {
+        this.#unitReplaced(cq, queueOffset, phyOffset);
+      }
       this.#unflushedQueues.add(cq);
     }
     if (keys !== undefined || uniqKey !== undefined) {
       this.#index.buildIndex({ topic, keys, uniqKey, phyOffset, storeTimestamp, sysFlag });
     }
+  }
+
+  /**
+   * A dispatch from CommitLog bytes for a queue offset that already has a unit (rare). When that
+   * unit names a real record too, the log holds two records with one queue offset: a master
+   * re-used the offsets of records its recovery lost (it cut them into a damaged range, or lost
+   * them with its tail) after this slave had received them whole. The record later in the log is
+   * the master's word; the earlier one, and every record this queue holds past it, is what the
+   * master lost: each is recorded as a damaged range ("superseded"), never served, as the master
+   * never serves its own damage (docs/STORAGE.md §9.3). Returns true when the record being
+   * dispatched is the superseded one (it gets no unit); otherwise putUnit then replaces the unit.
+   * A unit naming no such record (a damaged queue file) is simply replaced by putUnit.
+   */
+  #resolveSecondRecord(cq: ConsumeQueue, queueOffset: number, phy: number, size: number): boolean {
+    const old = cq.get(queueOffset);
+    if (!old || old.size === CQ_FILLER_SIZE || old.phyOffset === phy) return false;
+    if (!this.#unitNamesRecord(cq, queueOffset, old.phyOffset, old.size)) return false;
+    if (old.phyOffset > phy) {
+      this.#supersede(phy, size, cq, queueOffset, old.phyOffset);
+      return true;
+    }
+    for (let off = queueOffset; off < cq.maxOffset; off++) {
+      const u = cq.get(off);
+      if (u && u.size !== CQ_FILLER_SIZE && u.phyOffset < phy && this.#unitNamesRecord(cq, off, u.phyOffset, u.size)) {
+        this.#supersede(u.phyOffset, u.size, cq, off, phy);
+      }
+    }
+    return false;
+  }
+
+  #supersede(phy: number, size: number, cq: ConsumeQueue, queueOffset: number, laterPhy: number): void {
+    if (this.#isCorrupt(phy)) return;
+    const range: CorruptRange = {
+      from: phy,
+      to: phy + size,
+      reason: `superseded: queue offset ${queueOffset} of ${cq.topic}-${cq.queueId} was given again to the record at ${laterPhy} (the master lost this one)`,
+    };
+    if (this.#recoveryProblems) {
+      if (!this.#recoverySuperseded.some((r) => r.from === phy)) this.#recoverySuperseded.push(range);
+      return;
+    }
+    const at = this.#corrupt.findIndex((r) => r.from > phy);
+    this.#corrupt.splice(at < 0 ? this.#corrupt.length : at, 0, range);
+    this.#saveCorruptRanges();
+  }
+
+  /**
+   * CommitLog bytes hold a second record with a queue offset that already has a unit: input (a
+   * master re-used the offsets of records its recovery lost, or the queue file was damaged), so
+   * it is reported, not asserted; the record being dispatched took the unit (ConsumeQueue.putUnit,
+   * after #resolveSecondRecord found it the later of two real records, or the unit garbage).
+   */
+  #unitReplaced(cq: ConsumeQueue, queueOffset: number, phyOffset: number): void {
+    this.#unitsReplaced++;
+    const msg =
+      `consumequeue ${cq.topic}-${cq.queueId}: queue offset ${queueOffset} already named another record; ` +
+      `the record at ${phyOffset}, dispatched from the CommitLog, replaced it and the units after it`;
+    if (this.#recoveryProblems) this.#recoveryProblems.push(msg);
+    else this.#log.rateLimited("warn", "unit-replaced", msg);
   }
 
   #consumeQueue(topic: string, queueId: number): ConsumeQueue {
@@ -874,9 +1002,15 @@ export class MessageStore {
         return true;
       }
       // A unit torn by a crash (never flushed, not rewritten because its record lies in damage)
-      // can point anywhere; what it points at is skipped, never served (test/sim seed 10).
+      // can point anywhere; what it points at is skipped, never served (test/sim seed 10). Units
+      // this process wrote itself name records it appended or verified: a mismatch there is a
+      // bug in the write path, which halts it (still not served; reads go on).
       if (!isRecordOfUnit(bytes, phy, queueId, off)) {
         this.#unitsNotMatchingRecord++;
+        if (off >= cq.writtenHereFrom) {
+          const what = `unit ${off} of ${topic}-${queueId}, written by this process, points at ${phy}, which is not its record`;
+          this.#halt(new AssertionError(`invariant violated: ${what}`), "pull");
+        }
         return true;
       }
       if (recordFilter && !recordFilter(bytes)) return true;
@@ -1099,6 +1233,11 @@ export class MessageStore {
     return this.#unitsNotMatchingRecord;
   }
 
+  /** Units replaced by a later record with the same queue offset, found in CommitLog bytes (see #unitReplaced). */
+  get unitsReplaced(): number {
+    return this.#unitsReplaced;
+  }
+
   /** Damaged CommitLog ranges that recovery found and excluded from reads. */
   get corruptRanges(): readonly CorruptRange[] {
     return this.#corrupt;
@@ -1125,7 +1264,7 @@ export class MessageStore {
     this.#timers = [];
     await this.#checkpointing;
     this.#shutdown = true;
-    let failure: unknown = this.commitLog.writeError ?? this.#dispatchError;
+    let failure: unknown = this.commitLog.writeError ?? this.#halted;
     try {
       if (failure === null) {
         this.commitLog.flushSync();

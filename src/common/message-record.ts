@@ -48,9 +48,11 @@
  *
  * Failures: bytes read from disk or the network are input, so decodeRecordAt never throws and
  * answers `{ invalid: reason }`. Encoding from a RecordInput that breaks a documented limit is a
- * caller bug (the send path must have validated it), so the encoders throw.
+ * caller bug (the send path must have validated it), so the encoders assert (./assert.ts:
+ * an AssertionError, which stops the store's writes).
  */
 import type { Invalid } from "./invalid.ts";
+import { assert } from "./assert.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Magic codes and sizes
@@ -194,7 +196,7 @@ export function parseHostAddress(text: string): HostAddress {
 export function formatHostAddress(h: HostAddress): string {
   const ip = h.ip;
   if (ip.length === 4) return `${ip[0]}.${ip[1]}.${ip[2]}.${ip[3]}:${h.port}`;
-  check(ip.length === 16, "host ip must be 4 or 16 bytes");
+  assert(ip.length === 16, "host ip must be 4 or 16 bytes");
   const groups: number[] = [];
   for (let i = 0; i < 16; i += 2) groups.push((ip[i]! << 8) | ip[i + 1]!);
   // The longest run of two or more zero groups becomes "::" (the first one on a tie).
@@ -297,7 +299,7 @@ export function bodyCrc(body: Uint8Array): number {
 
 function hostSize(h: HostAddress): number {
   if (h.ip.length === 4) return SIZE_HOST_V4;
-  check(h.ip.length === 16, "host ip must be 4 or 16 bytes");
+  assert(h.ip.length === 16, "host ip must be 4 or 16 bytes");
   return SIZE_HOST_V6;
 }
 
@@ -335,12 +337,12 @@ export function encodeRecord(
 ): number {
   const size = recordSize(input);
   const { topic, body, properties, bornHost, storeHost } = input;
-  check(topic.length <= TOPIC_SIZE_MAX_BYTES, "topic longer than 127 bytes");
-  check(properties.length <= PROPERTIES_SIZE_MAX_BYTES, "properties longer than 32767 bytes");
-  check(size <= RECORD_SIZE_MAX_BYTES, "record larger than a Java int");
-  check(Number.isInteger(pos) && pos >= 0 && pos + size <= dst.length, "record does not fit in dst");
+  assert(topic.length <= TOPIC_SIZE_MAX_BYTES, "topic longer than 127 bytes");
+  assert(properties.length <= PROPERTIES_SIZE_MAX_BYTES, "properties longer than 32767 bytes");
+  assert(size <= RECORD_SIZE_MAX_BYTES, "record larger than a Java int");
+  assert(Number.isInteger(pos) && pos >= 0 && pos + size <= dst.length, "record does not fit in dst");
   const v = view ?? new DataView(dst.buffer, dst.byteOffset, dst.byteLength);
-  check(v.buffer === dst.buffer && v.byteOffset === dst.byteOffset, "view must cover dst");
+  assert(v.buffer === dst.buffer && v.byteOffset === dst.byteOffset, "view must cover dst");
 
   let sysFlag = input.sysFlag & ~(SysFlag.BORNHOST_V6 | SysFlag.STOREHOST_V6);
   if (bornHost.ip.length === 16) sysFlag |= SysFlag.BORNHOST_V6;
@@ -375,15 +377,15 @@ export function encodeRecord(
   v.setInt16(p, properties.length);
   p += SIZE_PROPERTIES_LENGTH;
   dst.set(properties, p);
-  check(p + properties.length === pos + size, "encodeRecord wrote a different size than recordSize");
+  assert(p + properties.length === pos + size, "encodeRecord wrote a different size than recordSize");
   v.setInt32(pos + OFFSET_TOTAL_SIZE, size);
   return size;
 }
 
 /** Ends a segment: TOTALSIZE = bytes left in the file from pos, MAGICCODE = BLANK. */
 export function writeBlankMarker(dst: Uint8Array, pos: number, remaining: number): void {
-  check(Number.isInteger(remaining) && remaining >= BLANK_MARKER_SIZE && remaining <= RECORD_SIZE_MAX_BYTES, "blank size out of range");
-  check(Number.isInteger(pos) && pos >= 0 && pos + BLANK_MARKER_SIZE <= dst.length, "blank marker does not fit in dst");
+  assert(Number.isInteger(remaining) && remaining >= BLANK_MARKER_SIZE && remaining <= RECORD_SIZE_MAX_BYTES, "blank size out of range");
+  assert(Number.isInteger(pos) && pos >= 0 && pos + BLANK_MARKER_SIZE <= dst.length, "blank marker does not fit in dst");
   writeInt32(dst, pos + OFFSET_MAGIC_CODE, BLANK_MAGIC_CODE);
   writeInt32(dst, pos + OFFSET_TOTAL_SIZE, remaining);
 }
@@ -750,11 +752,4 @@ export function decodeOffsetMsgId(id: string): { host: HostAddress; offset: numb
   // Offsets are non-negative and, in any store we can hold, below 2^53.
   if (hi < 0 || hi >= 0x200000) return { invalid: "msg id offset out of range" };
   return { host: { ip: bytes.slice(0, ipLength), port }, offset: readInt64(bytes, ipLength + 4) };
-}
-
-// ---------------------------------------------------------------------------------------------
-
-/** A broken caller-side invariant (a bug, never bad input). Meant to become common/assert.ts. */
-function check(cond: boolean, message: string): asserts cond {
-  if (!cond) throw new Error(`message-record: ${message}`);
 }
