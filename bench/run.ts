@@ -14,6 +14,7 @@
  *   --only LIST    RocketBun workloads to run, e.g. W1,W2 (default all: W1,W2,W3,W4,W5,W1s,W6)
  *   --out DIR      results folder (default bench/results)
  *   --keep         keep the temp folder (binary, stores, logs)
+ *   --acl          broker.aclEnable with one admin account; every client signs (the cost of ACL)
  *   --no-collect   do not collect the client's garbage before each timed window (the peers' harness does not)
  *   --binary FILE  use this rocketbun binary instead of building one into the temp folder
  *   --rebuild F.json  re-render F's .md, .svg (and .png) from its figures, measuring nothing
@@ -28,7 +29,17 @@
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir, totalmem } from "node:os";
 import { join, resolve } from "node:path";
-import { Admin, PROJECT, startMaster, startNamesrv, type FlushDiskType, type Launcher, type Proc } from "./lib/cluster.ts";
+import {
+  Admin,
+  BENCH_ACL_CREDENTIALS,
+  BENCH_ACL_FILE,
+  PROJECT,
+  startMaster,
+  startNamesrv,
+  type FlushDiskType,
+  type Launcher,
+  type Proc,
+} from "./lib/cluster.ts";
 import { diskUsage, fdatasyncProbe, round, rssBytes, sleep, STANDARD, type WorkloadParams } from "./lib/measure.ts";
 import { peersCommand, readJsonl, runPeers } from "./lib/peers.ts";
 import { loadProfile, summarize, summaryMarkdown } from "./lib/profile.ts";
@@ -57,6 +68,8 @@ export interface BenchArgs {
   keep: boolean;
   /** Use this binary instead of building one. */
   binary: string | null;
+  /** Run the broker with ACL on (one admin account) and every client signing. */
+  acl: boolean;
   /** Re-render the .md/.svg of an earlier run from its .json (no measuring). */
   rebuild: string | null;
   /** Collect the client's garbage before each timed window (default; --no-collect). */
@@ -64,6 +77,13 @@ export interface BenchArgs {
 }
 
 const ALL = ["W1", "W2", "W3", "W4", "W5", "W1s", "W6"];
+
+/** The `--acl` rules file, written once into the run's temp folder. */
+function aclFile(tmp: string): string {
+  const file = join(tmp, "plain_acl.yml");
+  if (!existsSync(file)) writeFileSync(file, BENCH_ACL_FILE);
+  return file;
+}
 
 export function parseBenchArgs(argv: string[]): BenchArgs {
   const a: BenchArgs = {
@@ -76,6 +96,7 @@ export function parseBenchArgs(argv: string[]): BenchArgs {
     out: join(PROJECT, "bench/results"),
     keep: false,
     binary: null,
+    acl: false,
     rebuild: null,
     collect: true,
   };
@@ -88,6 +109,7 @@ export function parseBenchArgs(argv: string[]): BenchArgs {
     else if (x === "--no-peers") a.peers = false;
     else if (x === "--cpu-prof") a.cpuProf = true;
     else if (x === "--keep") a.keep = true;
+    else if (x === "--acl") a.acl = true;
     else if (x === "--no-collect") a.collect = false;
     else if (name === "--only" || name === "--out" || name === "--peers-from" || name === "--binary" || name === "--rebuild") {
       const v = value(i, x);
@@ -149,10 +171,13 @@ export async function runRocketbun(a: BenchArgs, p: WorkloadParams, tmp: string,
   try {
     const storeA = join(tmp, "store-a");
     const master = async (flush: FlushDiskType, store: string): Promise<{ m: Proc; ctx: Ctx; close: () => Promise<void> }> => {
-      const m = await startMaster(launcher, join(tmp, "master"), { namesrv: ns.addr, storeDir: store, flushDiskType: flush, pullBatchMax: p.batch });
+      const acl = a.acl ? aclFile(tmp) : undefined;
+      const opts = { namesrv: ns.addr, storeDir: store, flushDiskType: flush, pullBatchMax: p.batch, ...(acl ? { aclFile: acl } : {}) };
+      const m = await startMaster(launcher, join(tmp, "master"), opts);
       procs.push(m);
-      const admin = new Admin(ns.addr, m.addr);
-      const ctx: Ctx = { namesrv: ns.addr, admin, brokerPid: m.pid, dataDir: store, p, log };
+      const credentials = a.acl ? { ...BENCH_ACL_CREDENTIALS } : undefined;
+      const admin = new Admin(ns.addr, m.addr, credentials);
+      const ctx: Ctx = { namesrv: ns.addr, admin, brokerPid: m.pid, dataDir: store, p, log, ...(credentials ? { credentials } : {}) };
       return {
         m,
         ctx,

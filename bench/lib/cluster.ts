@@ -9,6 +9,7 @@ import { join, resolve } from "node:path";
 import type { Subprocess } from "bun";
 import { scope } from "../../src/common/log.ts";
 import { createRequest, RemotingClient, REMOTING_CLIENT_DEFAULTS, RequestCode, ResponseCode } from "../../src/remoting/index.ts";
+import { signRequest, type AclCredentials } from "../../src/protocol/acl-signature.ts";
 import { now, sleep } from "./measure.ts";
 import { RUNTIME_ENV } from "../../src/runtime-tuning.ts";
 
@@ -127,7 +128,23 @@ export function startNamesrv(l: Launcher, dir: string): Promise<Proc> {
   return startProcess({ ...(l.binary ? { binary: l.binary } : {}) }, dir, "namesrv", yaml, "namesrv");
 }
 
+/** `--acl`: the one account every benchmark client signs with (an admin: it creates topics too). */
+export const BENCH_ACL_CREDENTIALS = { accessKey: "rocketbun-bench", secretKey: "bench-secret-key-1" } as const;
+
+/** The plain_acl.yml of `--acl` runs: one admin account, no white list, so every request is signed and checked. */
+export const BENCH_ACL_FILE = [
+  "accounts:",
+  `  - accessKey: ${BENCH_ACL_CREDENTIALS.accessKey}`,
+  `    secretKey: ${BENCH_ACL_CREDENTIALS.secretKey}`,
+  "    admin: true",
+  "    defaultTopicPerm: PUB|SUB",
+  "    defaultGroupPerm: PUB|SUB",
+  "",
+].join("\n");
+
 export interface MasterOptions {
+  /** Enforce this plain_acl.yml (broker.aclEnable); undefined = no ACL. */
+  aclFile?: string;
   namesrv: string;
   storeDir: string;
   flushDiskType: FlushDiskType;
@@ -147,6 +164,7 @@ export function masterYaml(o: MasterOptions): string {
     `  namesrvAddr: [${JSON.stringify(o.namesrv)}]`,
     "  autoCreateTopicEnable: false",
     "  registerNameServerPeriodMs: 30000",
+    ...(o.aclFile ? ["  aclEnable: true", `  aclFile: ${JSON.stringify(o.aclFile)}`] : []),
     "store:",
     `  dir: ${JSON.stringify(o.storeDir)}`,
     `  flushDiskType: ${o.flushDiskType}`,
@@ -170,6 +188,7 @@ export class Admin {
   constructor(
     readonly namesrv: string,
     readonly broker: string,
+    readonly credentials?: AclCredentials,
   ) {}
 
   async createTopic(topic: string, queues: number): Promise<void> {
@@ -183,7 +202,9 @@ export class Admin {
       topicSysFlag: "0",
       order: "false",
     };
-    const res = await this.#c.invoke(this.broker, createRequest(RequestCode.UPDATE_AND_CREATE_TOPIC, ext), 10_000);
+    const req = createRequest(RequestCode.UPDATE_AND_CREATE_TOPIC, ext);
+    if (this.credentials) signRequest(req, this.credentials);
+    const res = await this.#c.invoke(this.broker, req, 10_000);
     if (res.code !== ResponseCode.SUCCESS) throw new Error(`UPDATE_AND_CREATE_TOPIC ${topic}: ${res.code} ${res.remark ?? ""}`);
   }
 

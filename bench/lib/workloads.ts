@@ -12,6 +12,7 @@
  *   W6   1,250 topics × 8 queues = 10,000 queues: send across all of them, then consume them all
  */
 import { Producer, PushConsumer, type Message } from "../../src/client/index.ts";
+import type { AclCredentials } from "../../src/protocol/acl-signature.ts";
 import type { Admin } from "./cluster.ts";
 import {
   closedLoop,
@@ -35,6 +36,8 @@ export type Result = Record<string, unknown> & { peer: string; workload: string 
 
 export interface Ctx {
   namesrv: string;
+  /** `--acl`: every client signs with these. */
+  credentials?: AclCredentials;
   admin: Admin;
   brokerPid: number;
   dataDir: string;
@@ -43,6 +46,11 @@ export interface Ctx {
 }
 
 const QUEUES = 8;
+
+/** The client options that make a client sign (`--acl` runs), or none. */
+function signed(ctx: Ctx): { credentials?: AclCredentials } {
+  return ctx.credentials ? { credentials: ctx.credentials } : {};
+}
 
 /**
  * The start of a timed window: collect this (client) process's garbage first, then snapshot the
@@ -62,7 +70,7 @@ export function result(workload: string, fields: Record<string, unknown>): Resul
 }
 
 export async function newProducer(ctx: Ctx, group: string): Promise<Producer> {
-  const p = new Producer({ namesrv: ctx.namesrv, group, sendTimeoutMs: 10_000, maxInFlight: 4096 });
+  const p = new Producer({ namesrv: ctx.namesrv, group, sendTimeoutMs: 10_000, maxInFlight: 4096, ...signed(ctx) });
   await p.start();
   return p;
 }
@@ -180,6 +188,7 @@ async function drain(ctx: Ctx, group: string, topics: string[], total: number, p
   const d = new Drain(total, perQueue);
   const consumer = new PushConsumer({
     namesrv: ctx.namesrv,
+    ...signed(ctx),
     group,
     fromWhere: "first",
     pullBatchSize: ctx.p.batch,
@@ -225,7 +234,7 @@ export async function e2eWorkload(ctx: Ctx, producer: Producer, topic: string): 
   await createTopics(ctx, [topic]);
   const total = ctx.p.e2eRate * ctx.p.e2eSecs;
   const e2e = new E2E(total);
-  const consumer = new PushConsumer({ namesrv: ctx.namesrv, group: "bench-w3", fromWhere: "first", consumeThreads: 64 });
+  const consumer = new PushConsumer({ namesrv: ctx.namesrv, group: "bench-w3", fromWhere: "first", consumeThreads: 64, ...signed(ctx) });
   consumer.subscribe(topic, "*", (m) => e2e.onBody(m.body));
   await consumer.start();
   await sleep(500); // every queue's first long-polling pull is parked on the broker
