@@ -12,7 +12,7 @@ import { preflight } from "./config/preflight.ts";
 import type { Config } from "./config/schema.ts";
 import { err, out, scope, setLogLevel } from "./common/log.ts";
 import { TlsContext } from "./common/tls.ts";
-import { buildAdminApp, startAdminServer, type AdminServer } from "./admin/index.ts";
+import { buildAdminApp, startAdminServer, type AdminServer, type AdminTls } from "./admin/index.ts";
 import { BrokerController } from "./broker/index.ts";
 import { NamesrvController } from "./namesrv/index.ts";
 import { GIT_COMMIT, VERSION } from "./version.ts";
@@ -207,10 +207,21 @@ function startAdmin(s: Startup, startedAt: number, namesrv: NamesrvController | 
     ...(broker ? { broker: broker.info } : {}),
   });
   const key = config.role === "namesrv" ? "namesrv.admin" : "broker.admin";
-  const admin: AdminServer = bindOrExplain(key, adminAddr.host, adminAddr.port, () => startAdminServer(app, adminAddr.host, adminAddr.port));
+  const tls = config.admin.https ? adminTls(s.tls) : undefined;
+  const admin: AdminServer = bindOrExplain(key, adminAddr.host, adminAddr.port, () => startAdminServer(app, adminAddr.host, adminAddr.port, tls));
   s.stops.push(() => admin.stop());
   s.ports.admin = admin.port;
-  s.line.push(`admin=${fmt(adminAddr.host, admin.port)}`, `store=${config.store.dir}`);
+  s.line.push(`admin=${tls ? "https://" : ""}${fmt(adminAddr.host, admin.port)}`, `store=${config.store.dir}`);
+}
+
+/** admin.https: the remoting ports' certificate (the config check guarantees there is one). */
+function adminTls(tls: TlsContext): AdminTls {
+  const pem = () => {
+    const p = tls.serverPem();
+    if (!p) throw new Error("admin.https: no certificate is loaded (tls.certPath / tls.keyPath)");
+    return { cert: p.cert, key: p.key, ...(p.passphrase !== undefined ? { passphrase: p.passphrase } : {}) };
+  };
+  return { pem, onChange: (listener) => tls.onServerPemChange(() => listener()) };
 }
 
 function bindOrExplain<T>(key: string, host: string, port: number, bind: () => T): T {

@@ -8,7 +8,14 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { Subprocess } from "bun";
 import { scope } from "../../src/common/log.ts";
-import { createRequest, RemotingClient, REMOTING_CLIENT_DEFAULTS, RequestCode, ResponseCode } from "../../src/remoting/index.ts";
+import {
+  createRequest,
+  RemotingClient,
+  REMOTING_CLIENT_DEFAULTS,
+  RequestCode,
+  ResponseCode,
+  type RemotingCommand,
+} from "../../src/remoting/index.ts";
 import { signRequest, type AclCredentials } from "../../src/protocol/acl-signature.ts";
 import { now, sleep } from "./measure.ts";
 import { RUNTIME_ENV } from "../../src/runtime-tuning.ts";
@@ -191,6 +198,12 @@ export class Admin {
     readonly credentials?: AclCredentials,
   ) {}
 
+  /** `--acl` runs: every request signed, as a client with credentials signs it. */
+  #signed(req: RemotingCommand): RemotingCommand {
+    if (this.credentials) signRequest(req, this.credentials);
+    return req;
+  }
+
   async createTopic(topic: string, queues: number): Promise<void> {
     const ext = {
       topic,
@@ -202,9 +215,7 @@ export class Admin {
       topicSysFlag: "0",
       order: "false",
     };
-    const req = createRequest(RequestCode.UPDATE_AND_CREATE_TOPIC, ext);
-    if (this.credentials) signRequest(req, this.credentials);
-    const res = await this.#c.invoke(this.broker, req, 10_000);
+    const res = await this.#c.invoke(this.broker, this.#signed(createRequest(RequestCode.UPDATE_AND_CREATE_TOPIC, ext)), 10_000);
     if (res.code !== ResponseCode.SUCCESS) throw new Error(`UPDATE_AND_CREATE_TOPIC ${topic}: ${res.code} ${res.remark ?? ""}`);
   }
 
@@ -213,7 +224,7 @@ export class Admin {
     const deadline = Date.now() + timeoutMs;
     for (const topic of topics) {
       for (;;) {
-        const res = await this.#c.invoke(this.namesrv, createRequest(RequestCode.GET_ROUTEINFO_BY_TOPIC, { topic }), 10_000);
+        const res = await this.#c.invoke(this.namesrv, this.#signed(createRequest(RequestCode.GET_ROUTEINFO_BY_TOPIC, { topic })), 10_000);
         if (res.code === ResponseCode.SUCCESS) break;
         if (Date.now() > deadline) throw new Error(`no route for ${topic} after ${timeoutMs} ms`);
         await sleep(20);
@@ -223,7 +234,11 @@ export class Admin {
 
   /** Messages stored in a queue (GET_MAX_OFFSET). */
   async maxOffset(topic: string, queueId: number): Promise<number> {
-    const res = await this.#c.invoke(this.broker, createRequest(RequestCode.GET_MAX_OFFSET, { topic, queueId: String(queueId) }), 10_000);
+    const res = await this.#c.invoke(
+      this.broker,
+      this.#signed(createRequest(RequestCode.GET_MAX_OFFSET, { topic, queueId: String(queueId) })),
+      10_000,
+    );
     if (res.code !== ResponseCode.SUCCESS) throw new Error(`GET_MAX_OFFSET ${topic}/${queueId}: ${res.code} ${res.remark ?? ""}`);
     return Number(res.extFields?.offset ?? 0);
   }

@@ -88,7 +88,34 @@ export interface AdminServer {
   stop(): void;
 }
 
-export function startAdminServer(app: Hono, host: string, port: number): AdminServer {
-  const server = Bun.serve({ hostname: host, port, fetch: app.fetch });
-  return { port: server.port ?? port, stop: () => void server.stop(true) };
+/** The certificate and key of an HTTPS admin port (the remoting ports' own, src/common/tls.ts). */
+export interface AdminTls {
+  /** The PEM texts in force. */
+  pem(): { cert: string; key: string; passphrase?: string };
+  /** Called after a reload that changed them. */
+  onChange(listener: () => void): void;
+}
+
+/**
+ * Serves the app over HTTP, or over HTTPS when `tls` is given. New certificates (SIGHUP) are
+ * served by a new server on the same port: Bun.serve keeps the TLS options it was started with,
+ * and an admin API can afford the moment between the two.
+ */
+export function startAdminServer(app: Hono, host: string, port: number, tls?: AdminTls): AdminServer {
+  const serve = (p: number) => Bun.serve({ hostname: host, port: p, fetch: app.fetch, ...(tls ? { tls: tls.pem() } : {}) });
+  let server = serve(port);
+  const bound = server.port ?? port;
+  let stopped = false;
+  tls?.onChange(() => {
+    if (stopped) return;
+    void server.stop(false);
+    server = serve(bound);
+  });
+  return {
+    port: bound,
+    stop: () => {
+      stopped = true;
+      void server.stop(true);
+    },
+  };
 }

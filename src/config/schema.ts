@@ -113,6 +113,8 @@ export interface Config {
     token: string;
     /** A file holding the token (read at start and on every SIGHUP); "" = none. */
     tokenFile: string;
+    /** Serve the admin API over HTTPS with tls.certPath / tls.keyPath. */
+    https: boolean;
   };
 }
 
@@ -639,6 +641,12 @@ export const KEYS: readonly KeyDef[] = [
     roles: ALL,
     doc: "file whose content (trimmed) is the admin token, re-read on SIGHUP; instead of admin.token",
   },
+  {
+    key: "admin.https",
+    type: { kind: "bool" },
+    roles: ALL,
+    doc: "serve the admin API over HTTPS with the remoting ports' certificate (tls.certPath, tls.keyPath; re-read on SIGHUP)",
+  },
 ];
 
 const BY_KEY = new Map<string, KeyDef>(KEYS.map((d) => [d.key, d]));
@@ -733,7 +741,7 @@ export function defaultConfig(role: Role): Config {
     },
     store: { ...DEFAULT_STORE },
     tls: defaultTls(),
-    admin: { token: "", tokenFile: "" },
+    admin: { token: "", tokenFile: "", https: false },
   };
 }
 
@@ -1065,6 +1073,9 @@ export function crossCheck(config: Config): KeyProblem[] {
     checkStore(config.store, out);
   }
   checkTls(config.tls, add);
+  if (config.admin.https && config.tls.certPath === "") {
+    out.push({ key: "admin.https", problem: "HTTPS needs the certificate of the remoting ports: set tls.certPath and tls.keyPath" });
+  }
   if (config.admin.token !== "" && config.admin.tokenFile !== "") {
     out.push({
       key: "admin.tokenFile",

@@ -184,4 +184,37 @@ describe.skipIf(!run)("TLS (compiled binary)", () => {
     await waitFor(async () => (await servedCn(port, ca)) === "rocketbun-server-2", 5000, "the new certificate after SIGHUP");
     expect(await servedCn(srv.ports.namesrv!, ca)).toBe("rocketbun-server-2");
   }, 30_000);
+
+  test("admin.https: the admin API over HTTPS with the same certificate, a new one after SIGHUP; plain HTTP refused", async () => {
+    const c = certs!;
+    const dir = join(c.dir, `admin-${Date.now()}`);
+    const cert = `${dir}.pem`;
+    const key = `${dir}.key`;
+    copyFileSync(c.serverCert, cert);
+    copyFileSync(c.serverKey, key);
+    const yaml = testMinYaml({ tls: tlsSection(c, { certPath: cert, keyPath: key }), admin: { https: true, token: "https-admin-token" } });
+    await using srv = await startRocketbun({ role: "standalone", configYaml: yaml });
+    const ca = c.read(c.ca);
+    const url = `https://127.0.0.1:${srv.ports.admin}`;
+    const auth = { Authorization: "Bearer https-admin-token" };
+    expect((await fetch(`${url}/health`, { tls: { ca } })).status).toBe(200);
+    expect((await fetch(`${url}/topics`, { tls: { ca } })).status).toBe(401);
+    expect((await fetch(`${url}/topics`, { tls: { ca }, headers: auth })).status).toBe(200);
+    expect(
+      await fetch(`http://127.0.0.1:${srv.ports.admin}/health`)
+        .then((r) => r.status)
+        .catch(() => "refused"),
+    ).not.toBe(200);
+    expect(await servedCn(srv.ports.admin!, ca)).toBe("rocketbun-server");
+
+    copyFileSync(c.server2Cert, cert);
+    copyFileSync(c.server2Key, key);
+    srv.proc.kill("SIGHUP");
+    await waitFor(
+      async () => (await servedCn(srv.ports.admin!, ca).catch(() => "")) === "rocketbun-server-2",
+      5000,
+      "the admin port's new certificate",
+    );
+    expect((await fetch(`${url}/topics`, { tls: { ca }, headers: auth })).status).toBe(200);
+  }, 30_000);
 });
