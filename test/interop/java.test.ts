@@ -12,14 +12,15 @@
  *
  * ACL: a second pair of brokers per kind with plain ACL on (aclEnable, the fixture of
  * test/harness/acl.ts) runs AclScenarios.java (ACL_SCENARIOS) with AclClientRPCHook: signed send and
- * consume work; a wrong secret and a topic without PUB are refused with the broker's code 1 and
- * AclException remark, and nothing is stored.
+ * consume work; a wrong secret, a topic without PUB and a non-admin createTopic are refused with the
+ * broker's code 1 and AclException remark, and nothing is stored or created; a group without SUB
+ * gets nothing.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
-import { ACL_ADMIN, ACL_SUB_ONLY_TOPIC, ACL_USER, aclYaml } from "../harness/acl.ts";
+import { ACL_ADMIN, ACL_DENIED_GROUP, ACL_SUB_ONLY_TOPIC, ACL_USER, aclYaml } from "../harness/acl.ts";
 import { tempDir } from "../harness/binary.ts";
 import { recordCompat, type CompatClient } from "../harness/compat.ts";
 import { BROKER_KINDS, startCluster, type BrokerKind, type InteropCluster } from "../harness/interop-cluster.ts";
@@ -59,13 +60,14 @@ const SCENARIOS = [
  * Plain ACL (AclScenarios.java): the runner signs with AclClientRPCHook, against a second pair of
  * brokers with aclEnable and the fixture file of test/harness/acl.ts (accounts as -D properties).
  */
-const ACL_SCENARIOS = ["acl-signed", "acl-wrong-secret", "acl-no-pub"] as const;
+const ACL_SCENARIOS = ["acl-signed", "acl-wrong-secret", "acl-no-pub", "acl-no-sub-group", "acl-not-admin-create"] as const;
 const ACL_JVM_PROPS = [
   `-Drocketbun.accessKey=${ACL_USER.accessKey}`,
   `-Drocketbun.secretKey=${ACL_USER.secretKey}`,
   `-Drocketbun.adminAccessKey=${ACL_ADMIN.accessKey}`,
   `-Drocketbun.adminSecretKey=${ACL_ADMIN.secretKey}`,
   `-Drocketbun.acl.subOnlyTopic=${ACL_SUB_ONLY_TOPIC}`,
+  `-Drocketbun.acl.deniedGroup=${ACL_DENIED_GROUP}`,
 ];
 
 /** Features Apache RocketMQ has only from 5.0 on: the 4.9.7 reference broker cannot pass them. */

@@ -9,6 +9,7 @@ import java.util.Map;
 import java.util.Set;
 import org.apache.rocketmq.acl.common.SessionCredentials;
 import org.apache.rocketmq.client.exception.MQBrokerException;
+import org.apache.rocketmq.client.exception.MQClientException;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
 import org.apache.rocketmq.client.producer.SendResult;
 import org.apache.rocketmq.client.producer.SendStatus;
@@ -19,7 +20,8 @@ import org.apache.rocketmq.common.message.MessageQueue;
  * Plain ACL (RocketMQ 4.9's AclClientRPCHook) against a broker with aclEnable and the fixture file
  * of test/harness/acl.ts. The run passes the accounts as system properties: rocketbun.accessKey /
  * secretKey (the ordinary account), rocketbun.adminAccessKey / adminSecretKey (creates topics),
- * rocketbun.acl.subOnlyTopic (a topic the ordinary account may SUB but not PUB). Listed by
+ * rocketbun.acl.subOnlyTopic (a topic the ordinary account may SUB but not PUB),
+ * rocketbun.acl.deniedGroup (a group it may not SUB). Listed by
  * `Runner --list`, run only when named (they need such a broker).
  */
 final class AclScenarios {
@@ -29,6 +31,8 @@ final class AclScenarios {
         m.put("acl-signed", AclScenarios::signed);
         m.put("acl-wrong-secret", AclScenarios::wrongSecret);
         m.put("acl-no-pub", AclScenarios::noPub);
+        m.put("acl-no-sub-group", AclScenarios::noSubGroup);
+        m.put("acl-not-admin-create", AclScenarios::notAdminCreate);
     }
 
     static final String ACL_REMARK = "org.apache.rocketmq.acl.common.AclException";
@@ -93,6 +97,52 @@ final class AclScenarios {
         return "refused: " + refusal;
     }
 
+    /** A group the account may not SUB: its push consumer gets nothing of a topic that has messages. */
+    static String noSubGroup(Ctx ctx) throws Exception {
+        SessionCredentials user = user();
+        String group = System.getProperty("rocketbun.acl.deniedGroup", "AclDeniedGroup");
+        String topic = ctx.topic("acl_nosub");
+        ctx.createTopic(topic, 4);
+        DefaultMQProducer p = ctx.producer(ctx.group("acl_nosub_p"), user);
+        for (int i = 0; i < 4; i++) p.send(new Message(topic, Ctx.bytes(ctx.prefix + "-nosub-" + i)));
+        Received got = new Received();
+        var c = ctx.pushConsumer(group, user);
+        c.subscribe(topic, "*");
+        c.registerMessageListener((org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently) (msgs, context) -> {
+            got.addAll(msgs);
+            return org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
+        });
+        ctx.start(c);
+        Thread.sleep(6_000);
+        check(got.size() == 0, got.size() + " messages delivered to a group without SUB");
+        return "nothing delivered to " + group + " in 6 s (4 messages in the topic)";
+    }
+
+    /** A non-admin account's createTopic: refused (code 1, "Need admin permission"), the topic is not created. */
+    static String notAdminCreate(Ctx ctx) throws Exception {
+        SessionCredentials user = user();
+        String topic = ctx.topic("acl_not_created");
+        DefaultMQProducer p = ctx.producer(ctx.group("acl_create_p"), user);
+        String refusal;
+        try {
+            Ctx.createTopicCall(p, topic, 4);
+            throw new Ctx.Failure("createTopic by a non-admin account was accepted");
+        } catch (Ctx.Failure f) {
+            throw f;
+        } catch (Exception e) {
+            refusal = brokerRefusal(e);
+        }
+        check(refusal.contains("Need admin permission for request code=17, but accessKey=" + user.getAccessKey() + " is not"), "the refusal: " + refusal);
+        boolean routed;
+        try {
+            routed = !ctx.admin().fetchPublishMessageQueues(topic).isEmpty();
+        } catch (Exception e) {
+            routed = false;
+        }
+        check(!routed, "the topic was created although refused");
+        return "refused: " + refusal;
+    }
+
     /** Sends once and expects the broker's ACL refusal: an MQBrokerException with code 1 (SYSTEM_ERROR) and an AclException remark. */
     static String refusedSend(DefaultMQProducer p, String topic) throws Exception {
         try {
@@ -101,18 +151,33 @@ final class AclScenarios {
         } catch (Ctx.Failure f) {
             throw f;
         } catch (Exception e) {
-            List<String> chain = new ArrayList<>();
-            for (Throwable t = e; t != null && chain.size() < 8; t = t.getCause()) {
-                chain.add(t.getClass().getSimpleName() + ": " + t.getMessage());
-                if (t instanceof MQBrokerException) {
-                    MQBrokerException b = (MQBrokerException) t;
-                    check(b.getResponseCode() == 1, "response code " + b.getResponseCode() + ", want 1 (SYSTEM_ERROR): " + b.getErrorMessage());
-                    check(b.getErrorMessage() != null && b.getErrorMessage().contains(ACL_REMARK), "remark without AclException: " + b.getErrorMessage());
-                    return b.getErrorMessage();
-                }
-            }
-            throw new Ctx.Failure("no MQBrokerException from the broker: " + String.join(" <- ", chain));
+            return brokerRefusal(e);
         }
+    }
+
+    /** The broker's ACL refusal in an exception's causes: a response code 1 (SYSTEM_ERROR) with an AclException remark. */
+    static String brokerRefusal(Exception e) {
+        List<String> chain = new ArrayList<>();
+        // Sends fail with an MQBrokerException inside (the outer MQClientException copies only its code);
+        // admin calls such as createTopic with MQClientException(code, remark), innermost.
+        int code = -1;
+        String remark = null;
+        for (Throwable t = e; t != null && chain.size() < 8; t = t.getCause()) {
+            chain.add(t.getClass().getSimpleName() + ": " + t.getMessage());
+            if (t instanceof MQBrokerException) {
+                code = ((MQBrokerException) t).getResponseCode();
+                remark = ((MQBrokerException) t).getErrorMessage();
+                break;
+            }
+            if (t instanceof MQClientException && ((MQClientException) t).getResponseCode() > 0) {
+                code = ((MQClientException) t).getResponseCode();
+                remark = ((MQClientException) t).getErrorMessage();
+            }
+        }
+        if (code == -1) throw new Ctx.Failure("no broker response code in the exception: " + String.join(" <- ", chain).replace('\n', ' '));
+        check(code == 1, "response code " + code + ", want 1 (SYSTEM_ERROR): " + remark);
+        check(remark != null && remark.contains(ACL_REMARK), "remark without AclException: " + remark);
+        return remark;
     }
 
     /** The sum of the topic's queues' max offsets (asked by the admin producer, signed). */

@@ -162,7 +162,7 @@ public final class Ctx {
     }
 
     /** createTopic(key, topic, queues): 5.x added a Map of attributes and dropped the three-argument form. */
-    private static void createTopicCall(DefaultMQProducer p, String topic, int queues) throws Exception {
+    static void createTopicCall(DefaultMQProducer p, String topic, int queues) throws Exception {
         for (java.lang.reflect.Method m : DefaultMQProducer.class.getMethods()) {
             if (!m.getName().equals("createTopic")) continue;
             Class<?>[] t = m.getParameterTypes();
