@@ -43,9 +43,20 @@ export interface ClusterTls {
   client: ClientTls;
 }
 
-export async function startCluster(kind: BrokerKind, tls?: ClusterTls): Promise<InteropCluster> {
-  const c = kind === "rocketbun" ? await startRocketbunCluster(tls?.yaml ?? "") : await startApacheCluster();
-  await waitForBroker(c.namesrvAddr, c.diag, tls?.client);
+export interface ClusterOptions {
+  /**
+   * Plain ACL on the master: this plain_acl.yml (test/harness/acl.ts) as RocketBun's broker.aclFile
+   * with broker.aclEnable, or as Apache's $ROCKETMQ_HOME/conf/plain_acl.yml with aclEnable=true.
+   * The name servers stay unchecked (Apache 4.9's has no ACL).
+   */
+  aclYaml?: string;
+  /** RocketBun only: TLS on both processes. */
+  tls?: ClusterTls;
+}
+
+export async function startCluster(kind: BrokerKind, opts: ClusterOptions = {}): Promise<InteropCluster> {
+  const c = kind === "rocketbun" ? await startRocketbunCluster(opts) : await startApacheCluster(opts);
+  await waitForBroker(c.namesrvAddr, c.diag, opts.tls?.client);
   return c;
 }
 
@@ -68,7 +79,7 @@ async function waitForBroker(namesrvAddr: string, diag: () => string, tls: Clien
   }
 }
 
-const ROCKETBUN_BROKER_YAML = (namesrv: string, port: number) => `
+const ROCKETBUN_BROKER_YAML = (namesrv: string, port: number, aclFile?: string) => `
 logLevel: warn
 broker:
   listen: 127.0.0.1:${port}
@@ -82,28 +93,36 @@ broker:
   registerNameServerPeriodMs: 1000
   transactionCheckIntervalMs: 2000
   transactionTimeOutMs: 2000
-store:
+${aclFile ? `  aclEnable: true\n  aclFile: ${aclFile}\n` : ""}store:
   flushDiskType: ASYNC_FLUSH
 `;
 
-async function startRocketbunCluster(tlsYaml: string): Promise<InteropCluster> {
+async function startRocketbunCluster(opts: ClusterOptions): Promise<InteropCluster> {
+  const tlsYaml = opts.tls?.yaml ?? "";
   const nsYaml = "logLevel: warn\nnamesrv:\n  listen: 127.0.0.1:0\n  admin: 127.0.0.1:0\n";
   const ns = await startRocketbun({ role: "namesrv", configYaml: nsYaml + tlsYaml });
   let master: RunningBinary | undefined;
+  // The master's dir is ours (it may hold the ACL file): removed by stop().
+  const dir = tempDir();
   try {
     const port = freeBrokerPort();
+    let aclFile: string | undefined;
+    if (opts.aclYaml !== undefined) writeFileSync((aclFile = join(dir, "plain_acl.yml")), opts.aclYaml);
     master = await startRocketbun({
       role: "master",
-      configYaml: ROCKETBUN_BROKER_YAML(ns.namesrvAddr, port) + tlsYaml,
+      dir,
+      configYaml: ROCKETBUN_BROKER_YAML(ns.namesrvAddr, port, aclFile) + tlsYaml,
       args: [`--listen=127.0.0.1:${port}`],
     });
   } catch (e) {
+    rmSync(dir, { recursive: true, force: true });
     await ns[Symbol.asyncDispose]();
     throw e;
   }
   const m = master;
   const stop = async () => {
     await m[Symbol.asyncDispose]();
+    rmSync(m.dir, { recursive: true, force: true });
     await ns[Symbol.asyncDispose]();
   };
   return {
@@ -128,12 +147,14 @@ const LOGBACK = (file: string) => `<configuration>
 </configuration>
 `;
 
-async function startApacheCluster(): Promise<InteropCluster> {
+async function startApacheCluster(opts: ClusterOptions): Promise<InteropCluster> {
   const cp = mavenClasspath("apache-server");
   const home = tempDir("apache-rocketmq-");
   mkdirSync(join(home, "conf"));
   writeFileSync(join(home, "conf", "logback_namesrv.xml"), LOGBACK("namesrv.log"));
   writeFileSync(join(home, "conf", "logback_broker.xml"), LOGBACK("broker.log"));
+  // PlainPermissionManager reads ${rocketmq.home.dir}/conf/plain_acl.yml.
+  if (opts.aclYaml !== undefined) writeFileSync(join(home, "conf", "plain_acl.yml"), opts.aclYaml);
   const nsPort = freePort();
   const brokerPort = freeBrokerPort();
   writeFileSync(join(home, "namesrv.properties"), `listenPort=${nsPort}\n`);
@@ -159,6 +180,7 @@ async function startApacheCluster(): Promise<InteropCluster> {
       "transactionTimeOut=2000",
       "registerBrokerTimeoutMills=6000",
       "diskMaxUsedSpaceRatio=95",
+      ...(opts.aclYaml !== undefined ? ["aclEnable=true"] : []),
       "",
     ].join("\n"),
   );

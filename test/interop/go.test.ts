@@ -7,12 +7,14 @@
  * through the Go module proxy; go.sum pins it), starts each broker kind once and runs every
  * scenario against it as its own test, recording each outcome for docs/COMPATIBILITY.md.
  *
- * A scenario that passes on Apache RocketMQ and fails on RocketBun is a RocketBun bug.
+ * A scenario that passes on Apache RocketMQ and fails on RocketBun is a RocketBun bug. The acl-*
+ * scenarios run against a second pair of brokers with plain ACL on (test/harness/acl.ts).
  * GO_SCENARIOS=a,b and GO_BROKERS=rocketbun narrow a run while debugging.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { rmSync } from "node:fs";
 import { join } from "node:path";
+import { ACL_ADMIN, ACL_SUB_ONLY_TOPIC, ACL_USER, aclYaml } from "../harness/acl.ts";
 import { ROOT, tempDir } from "../harness/binary.ts";
 import { recordCompat } from "../harness/compat.ts";
 import { BROKER_KINDS, startCluster, type BrokerKind, type InteropCluster } from "../harness/interop-cluster.ts";
@@ -36,6 +38,24 @@ const SCENARIOS = [
   "request-reply",
 ] as const;
 
+/**
+ * Plain ACL (acl.go): producer.WithCredentials / consumer.WithCredentials against a second pair of
+ * brokers with aclEnable and the fixture of test/harness/acl.ts; the accounts go in as flags.
+ */
+const ACL_SCENARIOS = ["acl-signed", "acl-wrong-secret", "acl-no-pub"] as const;
+const ACL_FLAGS = [
+  "-access-key",
+  ACL_USER.accessKey,
+  "-secret-key",
+  ACL_USER.secretKey,
+  "-admin-access-key",
+  ACL_ADMIN.accessKey,
+  "-admin-secret-key",
+  ACL_ADMIN.secretKey,
+  "-sub-only-topic",
+  ACL_SUB_ONLY_TOPIC,
+];
+
 const only = (env: string | undefined) => (env ? new Set(env.split(",")) : undefined);
 const scenarioFilter = only(process.env.GO_SCENARIOS);
 const brokerFilter = only(process.env.GO_BROKERS);
@@ -53,7 +73,7 @@ function buildRunner(): void {
   const r = Bun.spawnSync(["go", "build", "-mod=readonly", "-o", RUNNER, "."], { cwd: GO_DIR, stdout: "pipe", stderr: "pipe", timeout: 600_000 });
   if (r.exitCode !== 0) throw new Error(`go build in ${GO_DIR} failed (${r.exitCode}):\n${r.stderr.toString()}`);
   const listed = Bun.spawnSync([RUNNER, "-list"]).stdout.toString().trim().split("\n").sort();
-  expect(listed).toEqual([...SCENARIOS].sort());
+  expect(listed).toEqual([...SCENARIOS, ...ACL_SCENARIOS].sort());
 }
 
 /** Runs one scenario in its own process (the Go client keeps per-process state), killed after `timeoutMs`. */
@@ -63,8 +83,9 @@ async function runScenario(
   prefix: string,
   home: string,
   timeoutMs = 60_000,
+  flags: string[] = [],
 ): Promise<Outcome & { stderr: string }> {
-  const argv = [RUNNER, "-namesrv", c.namesrvAddr, "-broker", c.brokerAddr, "-topic-prefix", prefix, "-scenario", scenario];
+  const argv = [RUNNER, "-namesrv", c.namesrvAddr, "-broker", c.brokerAddr, "-topic-prefix", prefix, "-scenario", scenario, ...flags];
   // HOME: broadcasting consumers keep their offsets in $HOME/.rocketmq_client_go.
   const p = Bun.spawn(argv, { cwd: GO_DIR, env: { ...process.env, HOME: home }, stdout: "pipe", stderr: "pipe" });
   const timer = setTimeout(() => p.kill("SIGKILL"), timeoutMs);
@@ -107,6 +128,38 @@ describe.skipIf(!present)("go-v2", () => {
             recordCompat({ scenario, client: "go-v2", broker: broker satisfies BrokerKind, ok: o.ok, detail: o.ok ? `${o.ms} ms` : o.detail });
             if (!o.ok) throw new Error(`${scenario} on ${broker}: ${o.detail}\n--- runner stderr\n${o.stderr.slice(-3000)}\n${c.diag()}`);
             expect(o.ok).toBe(true);
+          },
+          90_000,
+        );
+      }
+    });
+  }
+
+  for (const broker of BROKER_KINDS) {
+    if (brokerFilter && !brokerFilter.has(broker)) continue;
+    const run = ACL_SCENARIOS.filter((s) => !scenarioFilter || scenarioFilter.has(s));
+    if (run.length === 0) continue;
+    describe(`${broker} with ACL (aclEnable)`, () => {
+      let cluster: InteropCluster | undefined;
+      let home = "";
+      beforeAll(async () => {
+        home = tempDir("go-interop-home-");
+        cluster = await startCluster(broker, { aclYaml: aclYaml() });
+      }, 180_000);
+      afterAll(async () => {
+        await cluster?.stop();
+        if (home) rmSync(home, { recursive: true, force: true });
+      }, 30_000);
+
+      for (const scenario of run) {
+        test(
+          scenario,
+          async () => {
+            const c = cluster;
+            if (!c) throw new Error(`${broker} did not start`);
+            const o = await runScenario(c, scenario, `GoAcl${Date.now().toString(36)}`, home, 60_000, ACL_FLAGS);
+            recordCompat({ scenario, client: "go-v2", broker, ok: o.ok, detail: o.ok ? `${o.ms} ms` : o.detail });
+            if (!o.ok) throw new Error(`${scenario} on ${broker} with ACL: ${o.detail}\n--- runner stderr\n${o.stderr.slice(-3000)}\n${c.diag()}`);
           },
           90_000,
         );

@@ -9,11 +9,18 @@
  * Differential rule (issue #13): a scenario that passes on Apache RocketMQ and fails on RocketBun
  * is a RocketBun bug; one that fails on both is a bad scenario. The few scenarios that need a 5.x
  * broker (`NEEDS_5X_BROKER`) are run against Apache 4.9.7 too, and recorded, but not asserted there.
+ *
+ * ACL: a second pair of brokers per kind with plain ACL on (aclEnable, the fixture of
+ * test/harness/acl.ts) runs AclScenarios.java (ACL_SCENARIOS) with AclClientRPCHook: signed send and
+ * consume work; a wrong secret, a topic without PUB and a non-admin createTopic are refused with the
+ * broker's code 1 and AclException remark, and nothing is stored or created; a group without SUB
+ * gets nothing.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
+import { ACL_ADMIN, ACL_DENIED_GROUP, ACL_SUB_ONLY_TOPIC, ACL_USER, aclYaml } from "../harness/acl.ts";
 import { tempDir } from "../harness/binary.ts";
 import { recordCompat, type CompatClient } from "../harness/compat.ts";
 import { BROKER_KINDS, startCluster, type BrokerKind, type InteropCluster } from "../harness/interop-cluster.ts";
@@ -50,6 +57,20 @@ const SCENARIOS = [
   "heartbeat-v2",
 ] as const;
 
+/**
+ * Plain ACL (AclScenarios.java): the runner signs with AclClientRPCHook, against a second pair of
+ * brokers with aclEnable and the fixture file of test/harness/acl.ts (accounts as -D properties).
+ */
+const ACL_SCENARIOS = ["acl-signed", "acl-wrong-secret", "acl-no-pub", "acl-no-sub-group", "acl-not-admin-create"] as const;
+const ACL_JVM_PROPS = [
+  `-Drocketbun.accessKey=${ACL_USER.accessKey}`,
+  `-Drocketbun.secretKey=${ACL_USER.secretKey}`,
+  `-Drocketbun.adminAccessKey=${ACL_ADMIN.accessKey}`,
+  `-Drocketbun.adminSecretKey=${ACL_ADMIN.secretKey}`,
+  `-Drocketbun.acl.subOnlyTopic=${ACL_SUB_ONLY_TOPIC}`,
+  `-Drocketbun.acl.deniedGroup=${ACL_DENIED_GROUP}`,
+];
+
 /** Features Apache RocketMQ has only from 5.0 on: the 4.9.7 reference broker cannot pass them. */
 const NEEDS_5X_BROKER: Record<string, string> = {
   "deliver-time": "timer messages (TIMER_DELIVER_MS) need a 5.x broker; 4.9 delivers them at once",
@@ -64,6 +85,7 @@ const ONLY_BROKERS = only("JAVA_BROKERS");
 const ONLY_CLIENTS = only("JAVA_CLIENTS");
 
 const RUN = SCENARIOS.filter((s) => !ONLY_SCENARIOS || ONLY_SCENARIOS.has(s));
+const RUN_ACL = ACL_SCENARIOS.filter((s) => !ONLY_SCENARIOS || ONLY_SCENARIOS.has(s));
 
 interface Outcome {
   scenario: string;
@@ -173,7 +195,7 @@ describe.skipIf(!runTls)("Java clients over TLS (RocketBun)", () => {
       beforeAll(async () => {
         const c = certs!;
         const yaml = `tls:\n  serverMode: ${mode}\n  certPath: ${c.serverCert}\n  keyPath: ${c.serverKey}\n  enable: true\n  clientTrustCertPath: ${c.ca}\n`;
-        cluster = await startCluster("rocketbun", { yaml, client: { verify: "chain", ca: c.read(c.ca) } });
+        cluster = await startCluster("rocketbun", { tls: { yaml, client: { verify: "chain", ca: c.read(c.ca) } } });
       }, 120_000);
       afterAll(async () => {
         for (const r of runners.values()) await r.stop();
@@ -204,7 +226,7 @@ describe.skipIf(!runTls)("Java clients over TLS (RocketBun)", () => {
 describe.skipIf(!present)("Java clients", () => {
   test("the scenario list matches Runner --list", () => {
     const r = Bun.spawnSync(["java", "-cp", mavenClasspath("client-4"), "rocketbun.interop.Runner", "--list"], { stdout: "pipe", stderr: "pipe" });
-    expect(r.stdout.toString().trim().split("\n")).toEqual([...SCENARIOS]);
+    expect(r.stdout.toString().trim().split("\n")).toEqual([...SCENARIOS, ...ACL_SCENARIOS]);
     mavenClasspath("client-5");
   }, 600_000);
 
@@ -247,6 +269,39 @@ describe.skipIf(!present)("Java clients", () => {
             });
             if (o.ok === "n/a" || expectedToFail) return;
             if (o.ok !== true) throw new Error(`${client} ${scenario} on ${broker}: ${o.detail}\n${c.diag().slice(-3000)}`);
+          }, 150_000);
+        }
+      }
+    });
+  }
+
+  for (const broker of BROKER_KINDS.filter((b) => RUN_ACL.length > 0 && (!ONLY_BROKERS || ONLY_BROKERS.has(b)))) {
+    describe(`ACL on ${broker} (aclEnable)`, () => {
+      let cluster: InteropCluster | undefined;
+      let runner: RunnerProcess | undefined;
+      beforeAll(async () => {
+        cluster = await startCluster(broker, { aclYaml: aclYaml() });
+      }, 120_000);
+      afterAll(async () => {
+        await runner?.stop();
+        await cluster?.stop();
+      }, 60_000);
+
+      for (const { project, client } of CLIENTS.filter((c) => !ONLY_CLIENTS || ONLY_CLIENTS.has(c.client))) {
+        let mine: RunnerProcess | undefined;
+        for (const scenario of RUN_ACL) {
+          test(`${client} ${scenario}`, async () => {
+            const c = cluster;
+            if (!c) throw new Error("the broker did not start");
+            if (!mine) {
+              await runner?.stop();
+              const prefix = `${broker === "apache" ? "ap" : "rb"}acl${project.slice(-1)}_${Date.now() % 100000}`;
+              runner = mine = new RunnerProcess(mavenClasspath(project), c.namesrvAddr, prefix, RUN_ACL, ACL_JVM_PROPS);
+            }
+            const o = await mine.outcome(scenario);
+            recordCompat({ scenario, client, broker, ok: o.ok === true, detail: o.detail });
+            if (o.ok !== true)
+              throw new Error(`${client} ${scenario} on ${broker} with ACL: ${o.detail}\n${mine.stderr.slice(-2000)}\n${c.diag().slice(-3000)}`);
           }, 150_000);
         }
       }

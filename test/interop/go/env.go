@@ -53,12 +53,21 @@ func (e *env) resolver() primitive.NsResolver {
 // createTopic creates the topic on the broker (when -broker is given) and waits until the name
 // server routes it, so producers and consumers started next see its queues.
 func (e *env) createTopic(topic string, queues int) error {
-	a, err := admin.NewAdmin(admin.WithResolver(e.resolver()))
+	opts := []admin.AdminOption{admin.WithResolver(e.resolver())}
+	if aclAdmin != nil {
+		opts = append(opts, admin.WithCredentials(*aclAdmin))
+	}
+	a, err := admin.NewAdmin(opts...)
 	if err != nil {
 		return fmt.Errorf("admin: %w", err)
 	}
 	defer a.Close()
 	ctx := context.Background()
+	if aclAdmin != nil && e.broker != "" {
+		// admin.CreateTopic does not sign: the admin's client registers its ACL interceptor only in
+		// RegisterACL, which GetAllSubscriptionGroup calls (once per admin, or it would sign twice).
+		_, _ = a.GetAllSubscriptionGroup(ctx, e.broker, 3*time.Second)
+	}
 	if e.broker != "" {
 		err = a.CreateTopic(ctx, admin.WithTopicCreate(topic), admin.WithBrokerAddrCreate(e.broker),
 			admin.WithReadQueueNums(queues), admin.WithWriteQueueNums(queues))

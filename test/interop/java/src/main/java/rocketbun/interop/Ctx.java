@@ -9,11 +9,14 @@ import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BooleanSupplier;
 import java.util.function.Supplier;
+import org.apache.rocketmq.acl.common.AclClientRPCHook;
+import org.apache.rocketmq.acl.common.SessionCredentials;
 import org.apache.rocketmq.client.consumer.DefaultLitePullConsumer;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
 import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
 import org.apache.rocketmq.common.message.MessageExt;
+import org.apache.rocketmq.remoting.RPCHook;
 
 /**
  * What a scenario needs: names unique to it, clients that are shut down when it ends, topic
@@ -73,6 +76,32 @@ public final class Ctx {
         return started(p);
     }
 
+    /**
+     * Plain-ACL credentials from system properties (the ACL runs of java.test.ts set them; see
+     * test/harness/acl.ts): -Drocketbun.accessKey/secretKey for the ordinary account,
+     * -Drocketbun.adminAccessKey/adminSecretKey for the admin that creates topics. Null when unset.
+     */
+    public static SessionCredentials credentials(String kind) {
+        String ak = System.getProperty(kind.isEmpty() ? "rocketbun.accessKey" : "rocketbun." + kind + "AccessKey");
+        String sk = System.getProperty(kind.isEmpty() ? "rocketbun.secretKey" : "rocketbun." + kind + "SecretKey");
+        return ak == null || sk == null ? null : new SessionCredentials(ak, sk);
+    }
+
+    /** AclClientRPCHook of the credentials (null: no hook, unsigned requests). */
+    public static RPCHook hook(SessionCredentials c) {
+        return c == null ? null : new AclClientRPCHook(c);
+    }
+
+    /** A started producer whose every request is signed with `c` (Java's AclClientRPCHook). */
+    public DefaultMQProducer producer(String group, SessionCredentials c) throws Exception {
+        return started(new DefaultMQProducer(group, hook(c)));
+    }
+
+    /** A push consumer (not started) whose every request is signed with `c`. */
+    public DefaultMQPushConsumer pushConsumer(String group, SessionCredentials c) {
+        return configure(new DefaultMQPushConsumer(group, hook(c), new org.apache.rocketmq.client.consumer.rebalance.AllocateMessageQueueAveragely()));
+    }
+
     /** Starts a producer (a TransactionMQProducer too) configured for this scenario; shut down when it ends. */
     public <P extends DefaultMQProducer> P started(P p) throws Exception {
         p.setNamesrvAddr(namesrv);
@@ -120,7 +149,7 @@ public final class Ctx {
 
     /** Creates `topic` with `queues` read and write queues on every master and waits until the name server routes it. */
     public void createTopic(String topic, int queues) throws Exception {
-        if (admin == null) admin = producer(prefix + "_admin");
+        admin();
         createTopicCall(admin, topic, queues);
         final DefaultMQProducer a = admin;
         await(() -> {
@@ -133,7 +162,7 @@ public final class Ctx {
     }
 
     /** createTopic(key, topic, queues): 5.x added a Map of attributes and dropped the three-argument form. */
-    private static void createTopicCall(DefaultMQProducer p, String topic, int queues) throws Exception {
+    static void createTopicCall(DefaultMQProducer p, String topic, int queues) throws Exception {
         for (java.lang.reflect.Method m : DefaultMQProducer.class.getMethods()) {
             if (!m.getName().equals("createTopic")) continue;
             Class<?>[] t = m.getParameterTypes();
@@ -169,8 +198,9 @@ public final class Ctx {
         }
     }
 
+    /** The producer that creates topics: signed with the admin credentials when the run has them. */
     public DefaultMQProducer admin() throws Exception {
-        if (admin == null) admin = producer(prefix + "_admin");
+        if (admin == null) admin = producer(prefix + "_admin", credentials("admin"));
         return admin;
     }
 

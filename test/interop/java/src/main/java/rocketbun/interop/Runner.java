@@ -17,15 +17,19 @@ import java.util.concurrent.TimeoutException;
  * Scenarios assert for themselves (delivered sets, order, counts, error codes) and throw
  * {@link Ctx.Failure} with what differed. Usage:
  *   java -cp ... rocketbun.interop.Runner --namesrv 127.0.0.1:9876 --prefix p1 [--timeout-ms 60000] [scenario ...]
- * With no scenario named, all run. `--list` prints the names.
+ * With no scenario named, all of SCENARIOS run. `--list` prints the names. The ACL scenarios take
+ * their accounts from system properties (AclScenarios, Ctx.credentials).
  */
 public final class Runner {
     static final Map<String, Scenario> SCENARIOS = new LinkedHashMap<>();
+    /** Listed after SCENARIOS, run only when named: they need a broker with aclEnable (AclScenarios). */
+    static final Map<String, Scenario> ACL_SCENARIOS = new LinkedHashMap<>();
 
     static {
         SendScenarios.register(SCENARIOS);
         ConsumeScenarios.register(SCENARIOS);
         FeatureScenarios.register(SCENARIOS);
+        AclScenarios.register(ACL_SCENARIOS);
     }
 
     public static void main(String[] args) throws Exception {
@@ -40,6 +44,7 @@ public final class Runner {
                 case "--timeout-ms": timeoutMs = Long.parseLong(args[++i]); break;
                 case "--list":
                     for (String n : SCENARIOS.keySet()) System.out.println(n);
+                    for (String n : ACL_SCENARIOS.keySet()) System.out.println(n);
                     return;
                 default: names.add(args[i]);
             }
@@ -55,7 +60,7 @@ public final class Runner {
             return t;
         });
         for (String name : names) {
-            Scenario s = SCENARIOS.get(name);
+            Scenario s = SCENARIOS.containsKey(name) ? SCENARIOS.get(name) : ACL_SCENARIOS.get(name);
             long t0 = System.currentTimeMillis();
             boolean ok = false;
             String detail;
