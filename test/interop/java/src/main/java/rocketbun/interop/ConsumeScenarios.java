@@ -253,7 +253,10 @@ final class ConsumeScenarios {
         while (!got.bodies().containsAll(first) && System.currentTimeMillis() < deadline) got.addAll(c.poll(500));
         check(got.bodies().containsAll(first), "lite pull (subscribe) got " + got.size() + " of 20");
         c.commitSync();
-        Thread.sleep(200);
+        // The commit reaches the broker asynchronously (the offset store persists it): wait until the
+        // broker holds all 20, or the next member may legitimately start below them (at-least-once).
+        Collection<MessageQueue> queues = c.fetchMessageQueues(topic);
+        Ctx.await(() -> committedTotal(c, queues) == 20, 15_000, () -> "the broker to hold the committed offsets: " + committedTotal(c, queues) + " of 20");
         c.shutdown();
         // A new member of the group resumes after the committed offsets: only new messages.
         Set<String> second = send(p, topic, "TagA", 20, 30);
@@ -267,6 +270,19 @@ final class ConsumeScenarios {
         got2.addAll(c2.poll(300));
         got2.checkExactly(second);
         return "subscribe + poll got 20; after commitSync a new consumer of the group resumed with exactly the 10 new ones";
+    }
+
+    /** The sum of the offsets the broker holds for `queues` (-1 counted as 0). */
+    static long committedTotal(DefaultLitePullConsumer c, Collection<MessageQueue> queues) {
+        long sum = 0;
+        for (MessageQueue q : queues) {
+            try {
+                sum += Math.max(0, c.committed(q));
+            } catch (Exception e) {
+                return -1;
+            }
+        }
+        return sum;
     }
 
     static String litePullAssign(Ctx ctx) throws Exception {
