@@ -17,7 +17,7 @@
  * assignment, and only when the whole file is valid; otherwise every problem is logged and the old
  * rules stay in force. A start with an invalid file is refused by createAclHook.
  */
-import { readFileSync, statSync, watch, type FSWatcher } from "node:fs";
+import { statSync, watch, type FSWatcher } from "node:fs";
 import { basename, dirname } from "node:path";
 import { systemClock, type Clock, type TimerHandle } from "../common/clock.ts";
 import { scope as logScope, type Logger } from "../common/log.ts";
@@ -29,6 +29,7 @@ import { ResponseCode } from "../remoting/response-code.ts";
 import { remoteHost } from "./address.ts";
 import { parseAclRules, type AclRules } from "./rules.ts";
 import { checkAccess, type AclDenial, type AclScope } from "./validator.ts";
+import { readTextFile } from "../common/atomic-file.ts";
 
 /** Java's exception class, as its name starts the remark of a Java broker's refusal. */
 export const ACL_EXCEPTION_PREFIX = "org.apache.rocketmq.acl.common.AclException: ";
@@ -50,15 +51,9 @@ export interface AclHookOptions {
 
 /** The file's rules, or every problem with it (unreadable: one line naming the file). */
 export function readAclFile(file: string): AclRules | { errors: string[] } {
-  let text: string;
-  try {
-    text = readFileSync(file, "utf8");
-  } catch (e) {
-    const code = (e as { code?: string }).code ?? "";
-    const known: Record<string, string> = { ENOENT: "no such file", EISDIR: "it is a directory", EACCES: "permission denied" };
-    return { errors: [`${file}: cannot read the ACL file: ${known[code] ?? (e instanceof Error ? e.message : String(e))}`] };
-  }
-  return parseAclRules(file, text);
+  const read = readTextFile(file);
+  if ("error" in read) return { errors: [`${file}: cannot read the ACL file: ${read.error}`] };
+  return parseAclRules(file, read.text);
 }
 
 export class AclHook implements RequestHook {

@@ -77,3 +77,15 @@ export function readFileWithBackup<T>(path: string, parse: (text: string) => T):
   if (firstError !== null) throw firstError;
   return null;
 }
+
+const READ_ERRORS: Record<string, string> = { ENOENT: "no such file", EISDIR: "it is a directory", EACCES: "permission denied" };
+
+/** A file's text, or why it cannot be read in an operator's words ("no such file", …). */
+export function readTextFile(path: string): { text: string } | { error: string } {
+  try {
+    return { text: readFileSync(path, "utf8") };
+  } catch (e) {
+    const code = (e as { code?: string }).code ?? "";
+    return { error: READ_ERRORS[code] ?? (e instanceof Error ? e.message : String(e)) };
+  }
+}

@@ -8,7 +8,6 @@
  *
  * Rules that need the OS (free ports, a writable store dir) are in preflight.ts.
  */
-import { readFileSync } from "node:fs";
 import { networkInterfaces } from "node:os";
 import { join, resolve } from "node:path";
 import { Document, isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument } from "yaml";
@@ -36,6 +35,7 @@ import {
   type KeyPath,
   type Role,
 } from "./schema.ts";
+import { readTextFile } from "../common/atomic-file.ts";
 
 /** Command-line flags as parsed by cli/args.ts: still strings, validated here. */
 export interface CliFlags {
@@ -252,16 +252,9 @@ function advertisedHost(listenHost: string): string {
 // The YAML file
 
 function readConfigFile(file: string): FileValues | { error: string } {
-  let text: string;
-  try {
-    text = readFileSync(file, "utf8");
-  } catch (e) {
-    const code = (e as { code?: string }).code ?? "";
-    const known: Record<string, string> = { ENOENT: "no such file", EISDIR: "it is a directory", EACCES: "permission denied" };
-    const why = known[code] ?? (e instanceof Error ? e.message : String(e));
-    return { error: `${file}: cannot read config file: ${why}` };
-  }
-  return parseConfigText(file, text);
+  const read = readTextFile(file);
+  if ("error" in read) return { error: `${file}: cannot read config file: ${read.error}` };
+  return parseConfigText(file, read.text);
 }
 
 /** Parses and checks one YAML text; `file` is only used in messages. */

@@ -31,6 +31,7 @@ import {
 } from "../../src/remoting/index.ts";
 import { ROOT, startRocketbun, tempDir, waitFor, type RunningBinary } from "../harness/binary.ts";
 import { bodyJson, createTopicRequest, routeRequest } from "../harness/wire.ts";
+import { heartbeatRequest } from "../../src/broker/test-support.ts";
 
 const CONFIG = join(ROOT, "config", "test-min.yaml");
 /** test-min.yaml: broker.maxMessageSizeBytes. */
@@ -226,33 +227,6 @@ function pull(topic: string, o: PullOpts = {}): RemotingCommand {
   if (o.subscription !== undefined) ext.subscription = o.subscription;
   else if ((o.sysFlag ?? SUBSCRIPTION) & SUBSCRIPTION) ext.subscription = "*";
   return createRequest(RequestCode.PULL_MESSAGE, ext);
-}
-
-function heartbeat(clientID: string, o: { group?: string; subs?: { topic: string; expr: string; subVersion?: number }[]; producer?: string } = {}) {
-  const consumerDataSet = o.group
-    ? [
-        {
-          groupName: o.group,
-          consumeType: "CONSUME_PASSIVELY",
-          messageModel: "CLUSTERING",
-          consumeFromWhere: "CONSUME_FROM_LAST_OFFSET",
-          unitMode: false,
-          subscriptionDataSet: (o.subs ?? []).map((s) => {
-            const tags = s.expr === "*" ? [] : s.expr.split("||").map((t) => t.trim());
-            return {
-              topic: s.topic,
-              subString: s.expr,
-              tagsSet: tags,
-              codeSet: tags.map(javaStringHashCode),
-              classFilterMode: false,
-              subVersion: s.subVersion ?? 1,
-            };
-          }),
-        },
-      ]
-    : [];
-  const producerDataSet = o.producer ? [{ groupName: o.producer }] : [];
-  return createRequest(RequestCode.HEART_BEAT, undefined, enc.encode(JSON.stringify({ clientID, producerDataSet, consumerDataSet })));
 }
 
 function offsetReq(code: number, topic: string, queueId: number, extra: Record<string, string> = {}): RemotingCommand {
@@ -545,7 +519,7 @@ describe("broker binary: send", () => {
 
   test("retry topic: a send to %RETRY%<group> is stored there, and goes to %DLQ%<group> at maxReconsumeTimes", async () => {
     await using c = await startCluster();
-    await ok(c, heartbeat("client-1", { group: "RG", subs: [{ topic: "S", expr: "*" }] }));
+    await ok(c, heartbeatRequest("client-1", { group: "RG", subs: [{ topic: "S", expr: "*" }] }));
     const retry = await ok(c, sendV2("%RETRY%RG", "again", { reconsumeTimes: 1, maxReconsumeTimes: 3, props: { DELAY: "0" } }));
     expect(retry.extFields!.queueOffset).toBe("0");
     const [r] = records(await c.call(pull("%RETRY%RG", { group: "RG" })));
@@ -642,7 +616,7 @@ describe("broker binary: pull", () => {
     expectCode(noSub, ResponseCode.SUBSCRIPTION_NOT_EXIST, "subscription not exist");
     expect(noSub.extFields?.nextBeginOffset).toBeUndefined();
 
-    await ok(c, heartbeat("hb-1", { group: "HG", subs: [{ topic: "H", expr: "TagB", subVersion: 100 }] }));
+    await ok(c, heartbeatRequest("hb-1", { group: "HG", subs: [{ topic: "H", expr: "TagB", subVersion: 100 }] }));
     const viaHeartbeat = await c.call(pull("H", { group: "HG", sysFlag: 0, subVersion: 100 }));
     expect(records(viaHeartbeat).map(bodyText)).toEqual(["TagB"]);
     expectCode(await c.call(pull("H", { group: "HG", sysFlag: 0, subVersion: 200 })), ResponseCode.SUBSCRIPTION_NOT_LATEST);
@@ -800,13 +774,13 @@ describe("broker binary: consumers", () => {
       via.invoke(c.addr, createRequest(RequestCode.GET_CONSUMER_LIST_BY_GROUP, { consumerGroup: "CG1" }), 3000);
 
     expectCode(await list(), ResponseCode.SYSTEM_ERROR, "no consumer for this group, CG1");
-    expectCode(await first.invoke(c.addr, heartbeat("10.0.0.1@1", { group: "CG1", subs: [{ topic: "C", expr: "*" }] }), 3000), 0);
+    expectCode(await first.invoke(c.addr, heartbeatRequest("10.0.0.1@1", { group: "CG1", subs: [{ topic: "C", expr: "*" }] }), 3000), 0);
     // Registered before the heartbeat is answered: the list is right at once.
     expect(bodyJson<{ consumerIdList: string[] }>(await list())).toEqual({ consumerIdList: ["10.0.0.1@1"] });
     // The group's retry topic exists now.
     await waitFor(async () => (await fetch(`${c.admin}/topics/%25RETRY%25CG1`)).status === 200, 3000, "%RETRY%CG1");
 
-    expectCode(await second.invoke(c.addr, heartbeat("10.0.0.2@2", { group: "CG1", subs: [{ topic: "C", expr: "*" }] }), 3000), 0);
+    expectCode(await second.invoke(c.addr, heartbeatRequest("10.0.0.2@2", { group: "CG1", subs: [{ topic: "C", expr: "*" }] }), 3000), 0);
     const notice = await waitFor(() => notices.find((n) => n.who === "first"), 3000, "NOTIFY_CONSUMER_IDS_CHANGED to the first member");
     expect(notice.cmd.code).toBe(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED);
     expect(notice.cmd.extFields).toEqual({ consumerGroup: "CG1" });
@@ -815,7 +789,7 @@ describe("broker binary: consumers", () => {
 
     // A repeat heartbeat with nothing new notifies nobody.
     notices.length = 0;
-    await first.invoke(c.addr, heartbeat("10.0.0.1@1", { group: "CG1", subs: [{ topic: "C", expr: "*" }] }), 3000);
+    await first.invoke(c.addr, heartbeatRequest("10.0.0.1@1", { group: "CG1", subs: [{ topic: "C", expr: "*" }] }), 3000);
     await list();
     expect(notices).toEqual([]);
 
@@ -827,7 +801,7 @@ describe("broker binary: consumers", () => {
     expectCode(await second.invoke(c.addr, createRequest(RequestCode.UNREGISTER_CLIENT, {}), 3000), ResponseCode.SYSTEM_ERROR, "clientID");
 
     // Closing the connection removes the member too.
-    await second.invoke(c.addr, heartbeat("10.0.0.2@2", { group: "CG1", subs: [{ topic: "C", expr: "*" }] }), 3000);
+    await second.invoke(c.addr, heartbeatRequest("10.0.0.2@2", { group: "CG1", subs: [{ topic: "C", expr: "*" }] }), 3000);
     expect(bodyJson<{ consumerIdList: string[] }>(await list()).consumerIdList.length).toBe(2);
     await first.close();
     const viewer = c.client();
@@ -840,7 +814,7 @@ describe("broker binary: consumers", () => {
     await waitFor(async () => (await list(viewer)).code === ResponseCode.SYSTEM_ERROR, 3000, "the group to empty");
 
     // A producer-only heartbeat and a malformed one.
-    expectCode(await viewer.invoke(c.addr, heartbeat("p@1", { producer: "PG" }), 3000), 0);
+    expectCode(await viewer.invoke(c.addr, heartbeatRequest("p@1", { producer: "PG" }), 3000), 0);
     const bad = createRequest(RequestCode.HEART_BEAT, undefined, enc.encode("{not json"));
     expectCode(await viewer.invoke(c.addr, bad, 3000), ResponseCode.SYSTEM_ERROR, "JSON");
     expectCode(await viewer.invoke(c.addr, createRequest(RequestCode.HEART_BEAT), 3000), ResponseCode.SYSTEM_ERROR, "no body");
@@ -1026,7 +1000,7 @@ describe("broker binary: robustness, VIP port, admin API", () => {
     expectCode(sent, ResponseCode.SUCCESS);
     expectCode(await vip.invoke(c.vip, pull("V"), 3000), ResponseCode.REQUEST_CODE_NOT_SUPPORTED, "request type 11 not supported");
     expect(records(await c.call(pull("V"))).map(bodyText)).toEqual(["via-vip"]);
-    expectCode(await vip.invoke(c.vip, heartbeat("v@1", { group: "VG", subs: [{ topic: "V", expr: "*" }] }), 3000), 0);
+    expectCode(await vip.invoke(c.vip, heartbeatRequest("v@1", { group: "VG", subs: [{ topic: "V", expr: "*" }] }), 3000), 0);
   });
 
   test("admin API: health, topics with queue offsets, groups with offsets and lag, 404 JSON", async () => {
@@ -1107,7 +1081,7 @@ describe("broker binary: robustness, VIP port, admin API", () => {
       }
       const before = (await c.call(pull("K", { queueId: 0 }))).body!;
       await ok(c, createRequest(RequestCode.UPDATE_CONSUMER_OFFSET, { consumerGroup: "KG", topic: "K", queueId: "0", commitOffset: "2" }));
-      await ok(c, heartbeat("k@1", { group: "KG", subs: [{ topic: "K", expr: "*" }] }));
+      await ok(c, heartbeatRequest("k@1", { group: "KG", subs: [{ topic: "K", expr: "*" }] }));
 
       await c.restartBroker();
 
