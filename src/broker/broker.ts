@@ -630,12 +630,12 @@ export class BrokerController {
     }
   }
 
-  /** Clean stop: unregister, answer parked pulls, stop serving, persist, flush and close the store. */
   /** SIGHUP: re-read the files the broker enforces (the ACL file also reloads itself when it changes). */
   reloadFiles(): void {
     this.#acl?.reload();
   }
 
+  /** Clean stop: unregister, answer parked pulls, stop serving, persist, flush and close the store. */
   async stop(): Promise<void> {
     this.#acl?.close();
     await this.#registration?.unregisterAll();
