@@ -308,7 +308,11 @@ final class ConsumeScenarios {
         c.seek(target, 5);
         List<MessageExt> got = new ArrayList<>();
         long deadline = System.currentTimeMillis() + 15_000;
-        while (got.size() < 15 && System.currentTimeMillis() < deadline) got.addAll(c.poll(500));
+        // assign() starts a pull at once; one that was in flight before seek() may still hand over
+        // offsets below 5 (the client's race, seen once on RocketBun and once on Apache): not the seek's.
+        while (got.size() < 15 && System.currentTimeMillis() < deadline) {
+            for (MessageExt m : c.poll(500)) if (m.getQueueOffset() >= 5) got.add(m);
+        }
         check(got.size() == 15, "after seek(5) expected 15 messages, got " + got.size());
         for (int i = 0; i < 15; i++) {
             check(got.get(i).getQueueOffset() == 5 + i && body(got.get(i)).equals(inQ0.get(5 + i)), "after seek(5): position " + i + " is offset " + got.get(i).getQueueOffset());
@@ -316,12 +320,13 @@ final class ConsumeScenarios {
         c.seek(target, 18);
         List<MessageExt> tail = new ArrayList<>();
         deadline = System.currentTimeMillis() + 10_000;
-        while (tail.size() < 2 && System.currentTimeMillis() < deadline) tail.addAll(c.poll(500));
+        while (tail.size() < 2 && System.currentTimeMillis() < deadline) {
+            for (MessageExt m : c.poll(500)) if (m.getQueueOffset() >= 18) tail.add(m);
+        }
         check(tail.size() == 2 && tail.get(0).getQueueOffset() == 18, "after seek(18): " + tail.size() + " messages");
         c.commitSync();
-        Thread.sleep(200);
-        long committed = c.committed(target);
-        check(committed == 20, "committed offset " + committed + ", expected 20");
+        MessageQueue q = target;
+        Ctx.await(() -> committedTotal(c, List.of(q)) == 20, 15_000, () -> "committed offset " + committedTotal(c, List.of(q)) + ", expected 20");
         return "assign + seek(5) read offsets 5..19 in order, seek(18) re-read 18..19, commitSync stored 20";
     }
 
