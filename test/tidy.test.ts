@@ -11,17 +11,21 @@ const ROOT = resolve(import.meta.dir, "..");
 const SRC = join(ROOT, "src");
 const LINE_MAX = 160;
 
-/** The .ts files under `dir`, leaving out dependencies, build output and test artifacts. */
-function walk(dir: string): string[] {
+/** The files under `dir` with one of `exts`, leaving out dependencies, build output, test artifacts and bench results. */
+function walk(dir: string, exts: readonly string[] = [".ts"]): string[] {
   const out: string[] = [];
   for (const name of readdirSync(dir)) {
     if (name === "node_modules" || name === "dist" || name === "target" || name === "artifacts" || name.startsWith(".")) continue;
     const p = join(dir, name);
-    if (statSync(p).isDirectory()) out.push(...walk(p));
-    else if (p.endsWith(".ts")) out.push(p);
+    if (p === join(ROOT, "bench", "results")) continue;
+    if (statSync(p).isDirectory()) out.push(...walk(p, exts));
+    else if (exts.some((e) => p.endsWith(e))) out.push(p);
   }
   return out;
 }
+
+/** Text files that may cite a document: code, test sources and the golden files beside them, configs, units. */
+const CITING_EXTS = [".ts", ".java", ".go", ".json", ".hex", ".yaml", ".yml", ".service", ".xml", ".sh"];
 
 const files = walk(SRC);
 const sources = files.filter((f) => !f.endsWith(".test.ts") && !f.endsWith(".suite.ts") && !f.includes("test-support"));
@@ -276,7 +280,7 @@ describe("tidy", () => {
       return cache.get(doc)!;
     };
     const problems: string[] = [];
-    for (const f of walk(ROOT)) {
+    for (const f of walk(ROOT, CITING_EXTS)) {
       if (f === import.meta.path) continue;
       const src = readFileSync(f, "utf8");
       // Documents outside the repository cannot be followed by a reader of this one.
