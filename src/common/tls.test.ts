@@ -4,6 +4,7 @@
  * server certificate. Certificates are made with openssl at test time (test/harness/certs.ts).
  */
 import { afterAll, describe, expect, test } from "bun:test";
+import { defaultConfig } from "../config/schema.ts";
 import { copyFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { makeCerts, opensslPresent, type CertSet } from "../../test/harness/certs.ts";
@@ -15,19 +16,7 @@ const certs: CertSet | undefined = run ? makeCerts() : undefined;
 afterAll(() => certs?.remove());
 
 function settings(c: CertSet, o: Partial<TlsSettings> = {}): TlsSettings {
-  return {
-    serverMode: "permissive",
-    certPath: c.serverCert,
-    keyPath: c.serverKey,
-    keyPassword: "",
-    trustCertPath: "",
-    needClientAuth: "none",
-    enable: false,
-    clientTrustCertPath: "",
-    clientCertPath: "",
-    clientKeyPath: "",
-    ...o,
-  };
+  return { ...defaultConfig("standalone").tls, certPath: c.serverCert, keyPath: c.serverKey, ...o };
 }
 
 describe("the first-byte rule", () => {

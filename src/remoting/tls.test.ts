@@ -6,6 +6,7 @@
  * certificate, and stop closes TLS connections too.
  */
 import { afterAll, afterEach, describe, expect, test } from "bun:test";
+import { defaultConfig } from "../config/schema.ts";
 import { copyFileSync } from "node:fs";
 import { join } from "node:path";
 import { makeCerts, opensslPresent, type CertSet } from "../../test/harness/certs.ts";
@@ -29,19 +30,7 @@ async function serve(
   host = "127.0.0.1",
 ): Promise<{ server: RemotingServer; addr: string; ctx: TlsContext; log: ReturnType<typeof recordingLogger> }> {
   const c = certs!;
-  const settings: TlsSettings = {
-    serverMode: "permissive",
-    certPath: c.serverCert,
-    keyPath: c.serverKey,
-    keyPassword: "",
-    trustCertPath: "",
-    needClientAuth: "none",
-    enable: false,
-    clientTrustCertPath: "",
-    clientCertPath: "",
-    clientKeyPath: "",
-    ...o,
-  };
+  const settings: TlsSettings = { ...defaultConfig("standalone").tls, certPath: c.serverCert, keyPath: c.serverKey, ...o };
   const log = recordingLogger();
   const ctx = await TlsContext.load(settings, log);
   const server = new RemotingServer({ host, port: 0, frameSizeMaxBytes: 1 << 20, connectionBufferMaxBytes: 1 << 22, log, tls: ctx });
