@@ -31,7 +31,13 @@ import {
 } from "../../src/remoting/index.ts";
 import { ROOT, startRocketbun, tempDir, waitFor, type RunningBinary } from "../harness/binary.ts";
 import { bodyJson, createTopicRequest, routeRequest } from "../harness/wire.ts";
-import { heartbeatRequest } from "../../src/broker/test-support.ts";
+import {
+  heartbeatRequest,
+  PULL_COMMIT_OFFSET as COMMIT_OFFSET,
+  PULL_SUBSCRIPTION as SUBSCRIPTION,
+  PULL_SUSPEND as SUSPEND,
+  pullRequest as pull,
+} from "../../src/broker/test-support.ts";
 
 const CONFIG = join(ROOT, "config", "test-min.yaml");
 /** test-min.yaml: broker.maxMessageSizeBytes. */
@@ -193,40 +199,6 @@ function sendV2(topic: string, body: string | Uint8Array, o: SendOpts = {}): Rem
   };
   if (o.maxReconsumeTimes !== undefined) ext.l = String(o.maxReconsumeTimes);
   return createRequest(RequestCode.SEND_MESSAGE_V2, ext, typeof body === "string" ? enc.encode(body) : body);
-}
-
-interface PullOpts {
-  group?: string;
-  queueId?: number;
-  offset?: number;
-  max?: number;
-  /** Default SUBSCRIPTION (4). */
-  sysFlag?: number;
-  subscription?: string;
-  subVersion?: number;
-  suspendMs?: number;
-  commitOffset?: number;
-}
-
-const SUSPEND = 2;
-const SUBSCRIPTION = 4;
-const COMMIT_OFFSET = 1;
-
-function pull(topic: string, o: PullOpts = {}): RemotingCommand {
-  const ext: Record<string, string> = {
-    consumerGroup: o.group ?? "CG",
-    topic,
-    queueId: String(o.queueId ?? 0),
-    queueOffset: String(o.offset ?? 0),
-    maxMsgNums: String(o.max ?? 32),
-    sysFlag: String(o.sysFlag ?? SUBSCRIPTION),
-    commitOffset: String(o.commitOffset ?? 0),
-    suspendTimeoutMillis: String(o.suspendMs ?? 0),
-    subVersion: String(o.subVersion ?? 0),
-  };
-  if (o.subscription !== undefined) ext.subscription = o.subscription;
-  else if ((o.sysFlag ?? SUBSCRIPTION) & SUBSCRIPTION) ext.subscription = "*";
-  return createRequest(RequestCode.PULL_MESSAGE, ext);
 }
 
 function offsetReq(code: number, topic: string, queueId: number, extra: Record<string, string> = {}): RemotingCommand {
