@@ -5,6 +5,7 @@
 import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { createSecureContext } from "node:tls";
 import { aclSignature, signedText, signRequest, utf8Java, verifyAclSignature } from "./acl-signature.ts";
 
 interface SignatureVector {
@@ -63,5 +64,16 @@ describe("verifyAclSignature", () => {
   test("an unpaired surrogate is encoded as Java does (?)", () => {
     expect(utf8Java("a\uD800b").toString("latin1")).toBe("a?b");
     expect(utf8Java("😀").length).toBe(4);
+  });
+});
+
+describe("a stale OpenSSL error left by unrelated TLS work", () => {
+  test("does not fail a signature (Bun's hasher reports it once at its next call)", () => {
+    const expected = aclSignature("content", new Uint8Array([1, 2, 3]), "stale-error-secret");
+    for (let i = 0; i < 3; i++) {
+      // A certificate that does not parse leaves an error on the thread's OpenSSL queue.
+      expect(() => createSecureContext({ cert: "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n", key: "junk" })).toThrow();
+      expect(aclSignature("content", new Uint8Array([1, 2, 3]), "stale-error-secret")).toBe(expected);
+    }
   });
 });

@@ -113,15 +113,26 @@ function keyState(secretKey: string): KeyState {
   return k;
 }
 
+function bunHmac(keyed: NonNullable<KeyState["keyed"]>, content: string, body: Uint8Array | undefined): string {
+  const h = keyed.copy();
+  h.update(content);
+  if (body !== undefined && body.length > 0) h.update(body);
+  return h.digest("base64");
+}
+
 /** Base64(HmacSHA1(secretKey, text ++ body)): AclSigner.calSignature over combineRequestContent. */
 export function aclSignature(text: string, body: Uint8Array | undefined, secretKey: string): string {
   const content = text.isWellFormed() ? text : text.replace(LONE_SURROGATE, "?");
   const key = keyState(secretKey);
   if (key.keyed !== undefined) {
-    const h = key.keyed.copy();
-    h.update(content);
-    if (body !== undefined && body.length > 0) h.update(body);
-    return h.digest("base64");
+    try {
+      return bunHmac(key.keyed, content, body);
+    } catch {
+      // Bun's hasher reports an OpenSSL error that unrelated TLS work on this thread left behind
+      // (a failed handshake, a certificate that did not load) at its next call, and clears it;
+      // the second call is the real answer (node:crypto clears the queue itself).
+      return bunHmac(key.keyed, content, body);
+    }
   }
   const mac = createHmac("sha1", key.bytes).update(content, "utf8");
   if (body !== undefined && body.length > 0) mac.update(body);
