@@ -78,14 +78,30 @@ export function readFileWithBackup<T>(path: string, parse: (text: string) => T):
   return null;
 }
 
-const READ_ERRORS: Record<string, string> = { ENOENT: "no such file", EISDIR: "it is a directory", EACCES: "permission denied" };
+/** File-system errors in an operator's words, by errno code. */
+const FS_ERROR_WORDS: Record<string, string> = {
+  ENOENT: "no such file",
+  EISDIR: "it is a directory",
+  ENOTDIR: "a parent path is a regular file, not a directory",
+  EEXIST: "a file with that name exists and is not a directory",
+  EACCES: "permission denied",
+  EPERM: "operation not permitted",
+  EROFS: "read-only file system",
+  ENOSPC: "no space left on device",
+};
+
+/** A file-system error in words, with its code ("no such file", "ENOENT"); the error's own message when the code is not one of ours. */
+export function fsErrorWords(e: unknown): { words: string; code?: string } {
+  const code = (e as { code?: string }).code;
+  const words = code !== undefined ? FS_ERROR_WORDS[code] : undefined;
+  return words !== undefined ? { words, code: code! } : { words: e instanceof Error ? e.message : String(e) };
+}
 
 /** A file's text, or why it cannot be read in an operator's words ("no such file", …). */
 export function readTextFile(path: string): { text: string } | { error: string } {
   try {
     return { text: readFileSync(path, "utf8") };
   } catch (e) {
-    const code = (e as { code?: string }).code ?? "";
-    return { error: READ_ERRORS[code] ?? (e instanceof Error ? e.message : String(e)) };
+    return { error: fsErrorWords(e).words };
   }
 }

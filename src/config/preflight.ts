@@ -10,6 +10,7 @@
  */
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { fsErrorWords } from "../common/atomic-file.ts";
 import { resolveAdminToken } from "./admin-token.ts";
 import { checkTlsSettings } from "../common/tls.ts";
 import { describeSource, type ConfigSources, type Source } from "./load.ts";
@@ -93,18 +94,6 @@ function tryBind(hostname: string, port: number): string | undefined {
 }
 
 function reason(e: unknown): string {
-  const code = (e as { code?: string }).code;
-  const known: Record<string, string> = {
-    ENOENT: "no such file",
-    EISDIR: "it is a directory",
-    ENOTDIR: "a parent path is a regular file, not a directory",
-    EEXIST: "a file with that name exists and is not a directory",
-    EACCES: "permission denied",
-    EPERM: "operation not permitted",
-    EROFS: "read-only file system",
-    ENOSPC: "no space left on device",
-  };
-  const text = code !== undefined ? known[code] : undefined;
-  if (text !== undefined) return `${text} (${code})`;
-  return e instanceof Error ? e.message : String(e);
+  const r = fsErrorWords(e);
+  return r.code !== undefined ? `${r.words} (${r.code})` : r.words;
 }
