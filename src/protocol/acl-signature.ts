@@ -23,7 +23,7 @@
  *
  * Golden vectors from the real AclClientRPCHook: test/golden/acl/vectors.json (Golden.java).
  */
-import { createHmac, timingSafeEqual } from "node:crypto";
+import { createHmac } from "node:crypto";
 
 export const ACL_ACCESS_KEY_FIELD = "AccessKey";
 export const ACL_SIGNATURE_FIELD = "Signature";
@@ -146,10 +146,14 @@ export function aclSignature(text: string, body: Uint8Array | undefined, secretK
  */
 export function verifyAclSignature(text: string, body: Uint8Array | undefined, secretKey: string, signature: string | undefined): boolean {
   if (signature === undefined) return false;
-  const expected = Buffer.from(aclSignature(text, body, secretKey), "latin1");
-  // Base64 of a SHA-1 is 28 ASCII bytes; a signature with other characters has other bytes or another length.
-  const given = Buffer.from(signature, "utf8");
-  return given.length === expected.length && timingSafeEqual(given, expected);
+  const expected = aclSignature(text, body, secretKey);
+  // Base64 of a SHA-1 is 28 ASCII characters. The strings are compared in place (two Buffers and
+  // timingSafeEqual were 0.25 µs of a broker's check): every character is looked at whatever
+  // differs, and a wrongly sized signature is refused before, as timingSafeEqual would.
+  if (signature.length !== expected.length) return false;
+  let diff = 0;
+  for (let i = 0; i < expected.length; i++) diff |= signature.charCodeAt(i) ^ expected.charCodeAt(i);
+  return diff === 0;
 }
 
 /**
