@@ -203,6 +203,7 @@ function groupTopic(
     m.diff += brokerOffset - consumerOffset;
     m.consumerOffset += consumerOffset;
     if (committed >= 0) m.lag += Math.max(0, brokerOffset - committed);
+    if (consumerOffset >= brokerOffset) return;
     // The first message not consumed: below the queue's minimum it was deleted, so the minimum.
     const first = Math.max(consumerOffset, ctx.store.getMinOffsetInQueue(topic, q));
     if (first >= brokerOffset) return;

@@ -253,9 +253,13 @@ export const ALL_FAMILIES: readonly Family[] = [EXPORTER, RUNTIME, V5, OWN, PROC
 
 /**
  * The families whose names or label names `promtool check metrics` lints, kept for dashboard
- * compatibility (this file's header): camelCase labels and gauges named *_total (exporter), and
- * non-base units (5.x).
+ * compatibility (this file's header): camelCase labels and gauges named *_total or *_count
+ * (exporter), and non-base units (5.x).
  */
 export const LINT_EXCEPTIONS: readonly string[] = ALL_FAMILIES.filter(
-  (f) => f.labels.some((l) => /[A-Z]/.test(l)) || f.name.includes("milliseconds") || (f.type !== "counter" && f.name.endsWith("_total")),
+  (f) =>
+    f.labels.some((l) => /[A-Z]/.test(l)) ||
+    f.name.includes("milliseconds") ||
+    (f.type !== "counter" && f.name.endsWith("_total")) ||
+    (f.type !== "histogram" && /_(count|sum|bucket)$/.test(f.name)),
 ).map((f) => f.name);
