@@ -68,24 +68,46 @@ export interface OffsetWrapper {
 }
 
 /**
+ * The topic whose read queues GET_CONSUME_STATS reports for `group`, or undefined: a topic without
+ * a config is skipped, and so is one the online group (`online`) does not subscribe to.
+ */
+export function consumeStatsTopic(ctx: BrokerContext, group: string, topic: string, online: ConsumerGroupInfo | undefined): TopicConfig | undefined {
+  const tc = ctx.topics.get(topic);
+  if (!tc) return undefined;
+  if (online && online.subscriptions.size > 0 && !online.subscriptions.has(topic)) return undefined;
+  return tc;
+}
+
+/**
+ * Each read queue of `tc` as Java `getConsumeStats` sees it: the queue's max offset (at least 0)
+ * and the group's committed offset from `offsets` (-1: none). In-memory only.
+ */
+export function forEachConsumeQueue(
+  ctx: BrokerContext,
+  tc: TopicConfig,
+  offsets: ReadonlyMap<number, number> | undefined,
+  visit: (queueId: number, brokerOffset: number, committed: number) => void,
+): void {
+  for (let q = 0; q < tc.readQueueNums; q++) visit(q, Math.max(0, ctx.store.getMaxOffsetInQueue(tc.topicName, q)), offsets?.get(q) ?? -1);
+}
+
+/**
  * ConsumeStats entries of `group` (Java `getConsumeStats`): every read queue of `topic`, or of
- * each topic the group has offsets for. A topic without a config is skipped, and so is one the
- * online group does not subscribe to. lastTimestamp = store time of the last consumed message.
+ * each topic the group has offsets for (see consumeStatsTopic for the ones left out), a missing
+ * offset read as 0. lastTimestamp = store time of the last consumed message.
  */
 export function consumeStats(ctx: BrokerContext, group: string, topic: string | undefined): [MessageQueue, OffsetWrapper][] {
   const topics = topic !== undefined ? [topic] : ctx.consumerOffsets.topicsOf(group).sort();
   const online = ctx.consumers.group(group);
   const out: [MessageQueue, OffsetWrapper][] = [];
   for (const t of topics) {
-    const tc = ctx.topics.get(t);
+    const tc = consumeStatsTopic(ctx, group, t, online);
     if (!tc) continue;
-    if (online && online.subscriptions.size > 0 && !online.subscriptions.has(t)) continue;
-    for (let q = 0; q < tc.readQueueNums; q++) {
-      const brokerOffset = Math.max(0, ctx.store.getMaxOffsetInQueue(t, q));
-      const consumerOffset = Math.max(0, ctx.consumerOffsets.query(group, t, q));
+    forEachConsumeQueue(ctx, tc, ctx.consumerOffsets.offsetsOf(group, t), (q, brokerOffset, committed) => {
+      const consumerOffset = Math.max(0, committed);
       const ts = consumerOffset > 0 ? storeTimeAt(ctx, t, q, consumerOffset - 1) : 0;
       out.push([mqJson(t, ctx.settings.brokerName, q), { brokerOffset, consumerOffset, lastTimestamp: Math.max(0, ts) }]);
-    }
+    });
   }
   return out;
 }

@@ -300,6 +300,14 @@ export class KeyedStats {
     return this.#sets.get(name)?.get(key)?.view(this.#now());
   }
 
+  /** Each item of `name`: its key, its total since boot and its last minute (the metrics scrape). */
+  forEach(name: StatsName, visit: (key: string, total: number, minute: StatsWindow) => void): void {
+    const set = this.#sets.get(name);
+    if (!set) return;
+    const now = this.#now();
+    for (const [key, item] of set) visit(key, item.value, item.view(now).statsMinute);
+  }
+
   /** Messages per second over the last minute (Java tpsGroupGetNums and friends); 0 if unknown. */
   minuteTps(name: StatsName, key: string): number {
     return this.view(name, key)?.statsMinute.tps ?? 0;

@@ -54,6 +54,8 @@ export interface NamesrvInfo {
   topicRoute(topic: string): TopicRouteData | null;
   /** Requests by code (counts, response codes, latency histogram). */
   requestStats(): RequestStatsSnapshot;
+  /** Open remoting connections of the name server's port. */
+  connections(): number;
 }
 
 /** What NamesrvController.reconfigure can change while it runs. */
@@ -167,5 +169,6 @@ export class NamesrvController {
     topics: () => this.#routes.getAllTopics(),
     topicRoute: (topic) => this.#routes.getTopicRoute(topic),
     requestStats: () => this.#requestStats.snapshot(),
+    connections: () => this.#server.connectionCount,
   };
 }
