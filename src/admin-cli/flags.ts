@@ -158,13 +158,8 @@ function lookup(
   }
   if (arg.startsWith("-") && arg.length > 1) {
     const s = byShort.get(arg[1]!);
-    if (s === undefined)
-      return {
-        error: unknown(
-          arg.slice(0, 2),
-          [...byShort.keys()].map((k) => `-${k}`),
-        ),
-      };
+    // No guess for one letter: every other letter is as close.
+    if (s === undefined) return { error: `${arg.slice(0, 2)}: unknown flag` };
     // POSIX style: "-tTopicA" is -t with the value TopicA (a switch must stand alone).
     if (arg.length > 2) return s.value !== undefined ? { s, inline: arg.slice(2) } : { error: `${arg}: unknown flag` };
     return { s };
