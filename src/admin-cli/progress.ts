@@ -14,32 +14,37 @@ export class Progress {
   readonly #label: string;
   readonly #total: number;
   readonly #tty: boolean;
-  readonly #started = Date.now();
+  readonly #now: () => number;
+  readonly #write: (text: string) => void;
+  readonly #started: number;
   #done = 0;
-  #lastAt = 0;
+  #lastAt = -Infinity;
   #shown = false;
 
-  constructor(label: string, total: number, tty = process.stderr.isTTY === true) {
+  /** `tty`, `now` and `write` are for tests; by default: whether stderr is a terminal, the clock, stderr. */
+  constructor(label: string, total: number, o: { tty?: boolean; now?: () => number; write?: (text: string) => void } = {}) {
     this.#label = label;
     this.#total = total;
-    this.#tty = tty;
+    this.#tty = o.tty ?? process.stderr.isTTY === true;
+    this.#now = o.now ?? Date.now;
+    this.#write = o.write ?? ((text) => (this.#tty ? process.stderr.write(text) : err(text.trimEnd())));
+    this.#started = this.#now();
   }
 
   /** `n` more items done. */
   tick(n = 1): void {
     this.#done += n;
-    const now = Date.now();
+    const now = this.#now();
     if (now - this.#started < QUIET_MS) return;
     if (now - this.#lastAt < (this.#tty ? TTY_EVERY_MS : PLAIN_EVERY_MS)) return;
     this.#lastAt = now;
     const line = `${this.#label}: ${this.#done}/${this.#total} (${Math.round((100 * this.#done) / Math.max(1, this.#total))}%)`;
-    if (this.#tty) process.stderr.write(`\r${line}\x1b[K`);
-    else err(line);
+    this.#write(this.#tty ? `\r${line}\x1b[K` : `${line}\n`);
     this.#shown = true;
   }
 
   /** Clears a terminal's line (a plain log keeps its lines). */
   end(): void {
-    if (this.#tty && this.#shown) process.stderr.write("\r\x1b[K");
+    if (this.#tty && this.#shown) this.#write("\r\x1b[K");
   }
 }
