@@ -163,6 +163,10 @@ describe.skipIf(!enabled)("rocketbun admin against RocketBun and Apache RocketMQ
         expect((await ok(c(), ["topicRoute", "-t", "AdmT", "-l"])).split("\n")[0]).toMatch(
           /^#ClusterName\s+#BrokerName\s+#BrokerAddrs\s+#ReadQueue\s+#WriteQueue\s+#Perm$/,
         );
+        const withGroups = await json<{ clusterName: string; topic: string; consumerGroups: string[] }[]>(c(), ["topicList", "-c"]);
+        expect(withGroups).toContainEqual({ clusterName: CLUSTER_NAME, topic: "AdmT", consumerGroups: [] });
+        expect(withGroups.some((r) => r.topic.startsWith("%RETRY%"))).toBe(false);
+        expect((await ok(c(), ["topicList", "-c"])).split("\n")[0]).toMatch(/^#Cluster Name\s+#Topic\s+#Consumer Group$/);
         const status = await json<{ brokerName: string; queueId: number; maxOffset: number }[]>(c(), ["topicStatus", "-t", "AdmT"]);
         expect(status.map((q) => q.queueId)).toEqual([0, 1]);
         await ok(c(), ["updateTopic", "-b", c().brokerAddr, "-t", "AdmDel"]);
