@@ -17,9 +17,11 @@ import { ACL_ADMIN, ACL_USER, aclYaml } from "../harness/acl.ts";
 import { ensureBinary, tempDir, waitFor } from "../harness/binary.ts";
 import { BROKER_KINDS, BROKER_NAME, CLUSTER_NAME, startCluster, type BrokerKind, type InteropCluster } from "../harness/interop-cluster.ts";
 import { toolsPresent } from "../harness/java.ts";
+import { makeCerts, opensslPresent, type CertSet } from "../harness/certs.ts";
 import { newClient } from "../harness/wire.ts";
 
 const enabled = toolsPresent("rocketbun admin interop", ["java", "mvn"]);
+const withTls = enabled && opensslPresent("rocketbun admin over TLS");
 
 interface Run {
   code: number | null;
@@ -82,19 +84,32 @@ async function eventually<T>(c: InteropCluster, args: string[], check: (v: T) =>
 
 const clusters = new Map<BrokerKind, InteropCluster>();
 let aclCluster: InteropCluster | undefined;
+let tlsCluster: InteropCluster | undefined;
+let certs: CertSet | undefined;
 let home = "";
 
 describe.skipIf(!enabled)("rocketbun admin against RocketBun and Apache RocketMQ", () => {
   beforeAll(async () => {
     ensureBinary();
     home = tempDir("admin-cli-");
-    const [a, b, acl] = await Promise.all([...BROKER_KINDS.map((k) => startCluster(k)), startCluster("rocketbun", { aclYaml: aclYaml() })]);
-    for (const c of [a!, b!]) clusters.set(c.kind, c);
+    if (withTls) certs = makeCerts();
+    const tls = certs && {
+      yaml: `tls:\n  serverMode: enforcing\n  certPath: ${certs.serverCert}\n  keyPath: ${certs.serverKey}\n  enable: true\n  clientTrustCertPath: ${certs.ca}\n`,
+      client: { verify: "chain" as const, ca: certs.read(certs.ca) },
+    };
+    const [a, b, acl, secure] = await Promise.all([
+      ...BROKER_KINDS.map((k) => startCluster(k)),
+      startCluster("rocketbun", { aclYaml: aclYaml() }),
+      tls ? startCluster("rocketbun", { tls }) : undefined,
+    ]);
+    for (const c of [a!, b!]) clusters.set(c.kind, c as InteropCluster);
     aclCluster = acl;
+    tlsCluster = secure;
   }, 120_000);
 
   afterAll(async () => {
-    await Promise.all([...clusters.values(), ...(aclCluster ? [aclCluster] : [])].map((c) => c.stop()));
+    await Promise.all([...clusters.values(), aclCluster, tlsCluster].map((c) => c?.stop()));
+    certs?.remove();
     if (home) rmSync(home, { recursive: true, force: true });
   });
 
@@ -284,6 +299,24 @@ describe.skipIf(!enabled)("rocketbun admin against RocketBun and Apache RocketMQ
       });
     });
   }
+
+  test.skipIf(!withTls)(
+    "over TLS (RocketBun, tls.serverMode enforcing): --tls connects; --tls-ca checks the chain; plaintext and a wrong CA fail with exit 1",
+    async () => {
+      const c = tlsCluster!;
+      const rows = await json<{ brokerName: string; version: string }[]>(c, ["clusterList", "--tls"]);
+      expect(rows).toContainEqual(expect.objectContaining({ brokerName: BROKER_NAME }));
+      expect(rows[0]!.version).toMatch(/^V4_9_\d$/);
+      const checked = await json<Record<string, string>>(c, ["brokerStatus", "-b", c.brokerAddr, "--tls-ca", certs!.ca]);
+      expect(Object.keys(checked)).toContain("putTps");
+      const plain = await admin(c.namesrvAddr, ["topicList"]);
+      expect(plain.code).toBe(1);
+      const wrongCa = await admin(c.namesrvAddr, ["topicList", "--tls-ca", certs!.wrongCa]);
+      expect(wrongCa.code).toBe(1);
+      const noFile = await admin(c.namesrvAddr, ["topicList", "--tls-ca", join(home, "missing.pem")]);
+      expect(noFile.code).toBe(2);
+    },
+  );
 
   test("ACL commands against an ACL-enabled RocketBun, signed by flags, the environment or tools.yml", async () => {
     await aclScenario(aclCluster!);
