@@ -2,39 +2,13 @@
  * The admin response bodies `rocketbun admin` reads (docs/PROTOCOL.md §3.15, §3.16), from
  * RocketBun or from Apache RocketMQ: fastjson's object-keyed maps (`{{"brokerName":…}:…}`, docs/PROTOCOL.md §3.17)
  * and unquoted numeric keys are read with the tolerant parser (common/object-key-json.ts). Every
- * reader checks the shape it relies on and returns a reason instead of throwing on odd input.
+ * reader checks the shape it relies on and returns a reason instead of throwing on odd input. The
+ * shapes read are the ones the broker and name server write (src/protocol/admin-bodies.ts, route.ts).
  */
 import { parseObjectKeyedJson } from "../common/object-key-json.ts";
 import type { Invalid } from "../common/invalid.ts";
-import type { BrokerData, MessageQueue } from "../protocol/route.ts";
-
-/** GET_BROKER_CLUSTER_INFO's ClusterInfo. */
-export interface ClusterInfo {
-  brokerAddrTable: Record<string, BrokerData>;
-  clusterAddrTable: Record<string, string[]>;
-}
-
-/** One queue's offsets in GET_TOPIC_STATS_INFO (Java TopicOffset). */
-export interface TopicQueueOffsets {
-  minOffset: number;
-  maxOffset: number;
-  lastUpdateTimestamp: number;
-}
-
-/** One queue of GET_CONSUME_STATS (Java OffsetWrapper). */
-export interface GroupQueueOffsets {
-  brokerOffset: number;
-  consumerOffset: number;
-  lastTimestamp: number;
-}
-
-/** A client connection in GET_CONSUMER/PRODUCER_CONNECTION_LIST. */
-export interface ClientConnection {
-  clientId: string;
-  clientAddr: string;
-  language: string;
-  version: number;
-}
+import type { ClusterInfo, MessageQueue } from "../protocol/route.ts";
+import type { BrokerStatsData, BrokerStatsItem, ClientConnection, OffsetWrapper, TopicOffset } from "../protocol/admin-bodies.ts";
 
 export interface ConsumerConnectionInfo {
   connections: ClientConnection[];
@@ -43,19 +17,6 @@ export interface ConsumerConnectionInfo {
   consumeType: string;
   messageModel: string;
   consumeFromWhere: string;
-}
-
-/** VIEW_BROKER_STATS_DATA's BrokerStatsData: one item per window. */
-export interface BrokerStatsData {
-  statsMinute: StatsItem;
-  statsHour: StatsItem;
-  statsDay: StatsItem;
-}
-
-export interface StatsItem {
-  sum: number;
-  tps: number;
-  avgpt: number;
 }
 
 const decoder = new TextDecoder("utf-8");
@@ -136,7 +97,7 @@ function cmp(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
-export function parseTopicStats(body: Uint8Array | undefined): [MessageQueue, TopicQueueOffsets][] | Invalid {
+export function parseTopicStats(body: Uint8Array | undefined): [MessageQueue, TopicOffset][] | Invalid {
   const r = readObj(body);
   if ("invalid" in r) return r;
   const o = r.o;
@@ -146,11 +107,11 @@ export function parseTopicStats(body: Uint8Array | undefined): [MessageQueue, To
   });
 }
 
-export function parseConsumeStats(body: Uint8Array | undefined): { consumeTps: number; offsets: [MessageQueue, GroupQueueOffsets][] } | Invalid {
+export function parseConsumeStats(body: Uint8Array | undefined): { consumeTps: number; offsets: [MessageQueue, OffsetWrapper][] } | Invalid {
   const r = readObj(body);
   if ("invalid" in r) return r;
   const o = r.o;
-  const offsets = queueEntries(o.offsetTable).map(([mq, v]): [MessageQueue, GroupQueueOffsets] => {
+  const offsets = queueEntries(o.offsetTable).map(([mq, v]): [MessageQueue, OffsetWrapper] => {
     const w = isObj(v) ? v : {};
     return [mq, { brokerOffset: num(w.brokerOffset), consumerOffset: num(w.consumerOffset), lastTimestamp: num(w.lastTimestamp) }];
   });
@@ -192,7 +153,7 @@ export function parseBrokerStats(body: Uint8Array | undefined): BrokerStatsData 
   const r = readObj(body);
   if ("invalid" in r) return r;
   const o = r.o;
-  const item = (v: unknown): StatsItem => {
+  const item = (v: unknown): BrokerStatsItem => {
     const w = isObj(v) ? v : {};
     return { sum: num(w.sum), tps: num(w.tps), avgpt: num(w.avgpt) };
   };

@@ -8,6 +8,7 @@ import { jsonBytes } from "../common/json.ts";
 import { RequestCode, ResponseCode } from "../remoting/index.ts";
 import { dlqTopic, RETRY_GROUP_TOPIC_PREFIX, retryTopic } from "../protocol/topics.ts";
 import type { MessageQueue } from "../protocol/route.ts";
+import type { OffsetWrapper } from "../protocol/admin-bodies.ts";
 import { mapLimit, readable, type Command, type CommandContext, type Output } from "./command.ts";
 import {
   mqVersionName,
@@ -17,14 +18,13 @@ import {
   parseProducerConnection,
   parseRunningInfoQueues,
   type ConsumerConnectionInfo,
-  type GroupQueueOffsets,
 } from "./bodies.ts";
 import { AdminError, selectBrokerAddr, type AdminSession } from "./session.ts";
 import { humanTime, renderTable } from "./table.ts";
 
 export interface ConsumeStats {
   consumeTps: number;
-  offsets: [MessageQueue, GroupQueueOffsets][];
+  offsets: [MessageQueue, OffsetWrapper][];
 }
 
 /** GET_CONSUME_STATS from every broker of the group's retry topic, merged (examineConsumeStats). */

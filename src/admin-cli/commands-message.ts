@@ -6,6 +6,7 @@
 import { decodeOffsetMsgId, formatHostAddress } from "../common/message-record.ts";
 import { RequestCode, ResponseCode } from "../remoting/index.ts";
 import { UNIQUE_KEY_QUERY_FLAG } from "../protocol/acl-signature.ts";
+import { TOOLS_CONSUMER_GROUP } from "../protocol/topics.ts";
 import { readable, type Command } from "./command.ts";
 import { UsageError, type Flags } from "./flags.ts";
 import { readBodyJson } from "./bodies.ts";
@@ -15,8 +16,6 @@ import { renderTable } from "./table.ts";
 
 /** Java's Long.MAX_VALUE, the end of QUERY_MESSAGE's time range in mqadmin. */
 const END_OF_TIME = "9223372036854775807";
-/** MixAll.TOOLS_CONSUMER_GROUP: the group mqadmin's pulls name. */
-export const TOOLS_CONSUMER_GROUP = "TOOLS_CONSUMER";
 
 /** VIEW_MESSAGE_BY_ID at the store host an offset message id names. */
 export async function viewById(s: AdminSession, id: string): Promise<MessageView> {

@@ -8,9 +8,10 @@
  */
 import { RequestCode, ResponseCode } from "../remoting/index.ts";
 import type { MessageQueue, TopicRouteData } from "../protocol/route.ts";
+import type { OffsetWrapper } from "../protocol/admin-bodies.ts";
 import { readable, type Command, type CommandContext, type Output } from "./command.ts";
 import { UsageError, type Flags } from "./flags.ts";
-import { parseConsumeStats, parseResetOffsets, parseTopicStats, type GroupQueueOffsets } from "./bodies.ts";
+import { parseConsumeStats, parseResetOffsets, parseTopicStats } from "./bodies.ts";
 import { AdminError, selectBrokerAddr } from "./session.ts";
 import { renderTable } from "./table.ts";
 
@@ -99,7 +100,7 @@ interface ResetRequest {
 /** The group is offline: every queue's offset written here (resetOffsetByTimestampOld). */
 async function resetOffline(ctx: CommandContext, route: TopicRouteData, r: ResetRequest): Promise<Output> {
   const s = ctx.session;
-  const work: { addr: string; mq: MessageQueue; o: GroupQueueOffsets }[] = [];
+  const work: { addr: string; mq: MessageQueue; o: OffsetWrapper }[] = [];
   for (const bd of route.brokerDatas) {
     const addr = selectBrokerAddr(bd);
     if (addr === undefined) continue;
@@ -138,7 +139,7 @@ async function resetOffline(ctx: CommandContext, route: TopicRouteData, r: Reset
   return { json: { group: r.group, topic: r.topic, force: r.force, timestamp: r.timestamp, online: false, queues: rows }, text: `${head}\n${table}` };
 }
 
-async function resetQueue(ctx: CommandContext, addr: string, mq: MessageQueue, o: GroupQueueOffsets, r: ResetRequest): Promise<OfflineRow> {
+async function resetQueue(ctx: CommandContext, addr: string, mq: MessageQueue, o: OffsetWrapper, r: ResetRequest): Promise<OfflineRow> {
   const s = ctx.session;
   const q = { topic: mq.topic, queueId: String(mq.queueId) };
   const found =

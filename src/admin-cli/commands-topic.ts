@@ -4,22 +4,20 @@
  * TopicStatusSubCommand: same letters, long names and defaults; docs/PROTOCOL.md §3.10, §3.16).
  */
 import { RequestCode, ResponseCode } from "../remoting/index.ts";
-import { AUTO_CREATE_TOPIC, DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX, validateTopicName } from "../protocol/topics.ts";
-import type { TopicRouteData } from "../protocol/route.ts";
+import {
+  AUTO_CREATE_TOPIC,
+  DLQ_GROUP_TOPIC_PREFIX,
+  RETRY_GROUP_TOPIC_PREFIX,
+  TOPIC_SYS_FLAG_UNIT,
+  TOPIC_SYS_FLAG_UNIT_SUB,
+  validateTopicName,
+} from "../protocol/topics.ts";
+import { NAMESPACE_ORDER_TOPIC_CONFIG, type TopicRouteData } from "../protocol/route.ts";
 import { mapLimit, readable, type Command, type CommandContext, type Output } from "./command.ts";
 import { UsageError, type Flags } from "./flags.ts";
 import { parseNameList, parseTopicStats } from "./bodies.ts";
 import { AdminError, selectBrokerAddr, type AdminSession } from "./session.ts";
 import { humanTime, renderTable } from "./table.ts";
-
-/**
- * The name server's KV namespace of ordered topics (NamesrvUtil.NAMESPACE_ORDER_TOPIC_CONFIG; the
- * name server's own constant is in src/namesrv/kv-config.ts, a layer this one may not import).
- */
-const orderTopicNamespace = (): string => "ORDER_TOPIC_CONFIG";
-/** TopicSysFlag bits: unit topic, has unit subscriptions. */
-const FLAG_UNIT = 0x1;
-const FLAG_UNIT_SUB = 0x2;
 
 function topicFlag(f: Flags): string {
   const t = f.req("topic");
@@ -52,7 +50,7 @@ const updateTopic: Command = {
       writeQueueNums: f.int("writeQueueNums", 8, 0, 65535),
       perm: f.int("perm", 6, 0, 15),
       topicFilterType: "SINGLE_TAG",
-      topicSysFlag: (f.bool("unit", false) ? FLAG_UNIT : 0) | (f.bool("hasUnitSub", false) ? FLAG_UNIT_SUB : 0),
+      topicSysFlag: (f.bool("unit", false) ? TOPIC_SYS_FLAG_UNIT : 0) | (f.bool("hasUnitSub", false) ? TOPIC_SYS_FLAG_UNIT_SUB : 0),
       order: f.bool("order", false),
     };
     const brokerAddr = f.str("brokerAddr");
@@ -96,7 +94,7 @@ async function putOrderConf(
   let value: string;
   if (brokerAddr !== undefined) {
     const name = await s.brokerNameOf(brokerAddr);
-    const old = await s.namesrv(RequestCode.GET_KV_CONFIG, { namespace: orderTopicNamespace(), key: topic });
+    const old = await s.namesrv(RequestCode.GET_KV_CONFIG, { namespace: NAMESPACE_ORDER_TOPIC_CONFIG, key: topic });
     const parts = new Map<string, string>();
     if (old.code === ResponseCode.SUCCESS) for (const p of (old.extFields?.value ?? "").split(";")) if (p) parts.set(p.split(":")[0]!, p);
     parts.set(name, `${name}:${queues}`);
@@ -104,7 +102,7 @@ async function putOrderConf(
   } else {
     value = (await s.brokerNamesOf(cluster ?? "")).map((n) => `${n}:${queues}`).join(";");
   }
-  await s.namesrvOk(RequestCode.PUT_KV_CONFIG, { namespace: orderTopicNamespace(), key: topic, value });
+  await s.namesrvOk(RequestCode.PUT_KV_CONFIG, { namespace: NAMESPACE_ORDER_TOPIC_CONFIG, key: topic, value });
   return value;
 }
 

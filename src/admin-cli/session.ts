@@ -23,10 +23,10 @@ import {
   type RemotingCommand,
 } from "../remoting/index.ts";
 import { signRequest, type AclCredentials } from "../protocol/acl-signature.ts";
-import { MASTER_ID, type BrokerData, type TopicRouteData } from "../protocol/route.ts";
+import { MASTER_ID, type BrokerData, type ClusterInfo, type TopicRouteData } from "../protocol/route.ts";
 import { parseRoute } from "../client/route.ts";
 import { clientTls, type ClientInstanceOptions, type ClientTlsOptions } from "../client/client-instance.ts";
-import { parseClusterInfo, type ClusterInfo } from "./bodies.ts";
+import { parseClusterInfo } from "./bodies.ts";
 
 /** A command that could not be done (exit 1). */
 export class AdminError extends Error {

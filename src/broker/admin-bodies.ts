@@ -1,7 +1,8 @@
 /**
  * The admin response bodies of docs/PROTOCOL.md §3.15, built from the broker's state as plain
  * functions (so the admin HTTP API and tests can call them directly). Field order is fastjson's
- * (alphabetical); maps Java decodes as `Map<MessageQueue, …>` are written with object keys.
+ * (alphabetical); maps Java decodes as `Map<MessageQueue, …>` are written with object keys. The
+ * per-queue and per-connection shapes are src/protocol/admin-bodies.ts's, shared with `rocketbun admin`.
  *
  *   GET_BROKER_RUNTIME_INFO       {"table":{"<key>":"<string>",...}}               runtimeInfo
  *   GET_TOPIC_STATS_INFO          {"offsetTable":{{mq}:{lastUpdateTimestamp,maxOffset,minOffset}}}
@@ -17,6 +18,7 @@ import { objectKeyedJson } from "../common/object-key-json.ts";
 import type { ClientChannel, ConsumerGroupInfo } from "./client-manager.ts";
 import type { BrokerContext } from "./context.ts";
 import type { MessageQueue } from "../protocol/route.ts";
+import type { ClientConnection, OffsetWrapper, TopicOffset } from "../protocol/admin-bodies.ts";
 import type { BrokerStats, Rates } from "./stats.ts";
 
 /** MessageQueue in fastjson's field order. */
@@ -39,12 +41,6 @@ export function storeTimeAt(ctx: BrokerContext, topic: string, queueId: number, 
   return readStoreTimestamp(bytes, 0);
 }
 
-export interface TopicOffset {
-  lastUpdateTimestamp: number;
-  maxOffset: number;
-  minOffset: number;
-}
-
 /** TopicStatsTable entries for every write queue of `tc` (Java `getTopicStatsInfo`). */
 export function topicStats(ctx: BrokerContext, tc: TopicConfig): [MessageQueue, TopicOffset][] {
   const out: [MessageQueue, TopicOffset][] = [];
@@ -59,12 +55,6 @@ export function topicStats(ctx: BrokerContext, tc: TopicConfig): [MessageQueue, 
 
 export function topicStatsBody(entries: readonly [MessageQueue, TopicOffset][]): string {
   return `{"offsetTable":${objectKeyedJson(entries)}}`;
-}
-
-export interface OffsetWrapper {
-  brokerOffset: number;
-  consumerOffset: number;
-  lastTimestamp: number;
 }
 
 /**
@@ -116,7 +106,7 @@ export function consumeStatsBody(entries: readonly [MessageQueue, OffsetWrapper]
   return `{"consumeTps":${JSON.stringify(consumeTps)},"offsetTable":${objectKeyedJson(entries)}}`;
 }
 
-function connectionJson(ch: ClientChannel): { clientAddr: string; clientId: string; language: string; version: number } {
+function connectionJson(ch: ClientChannel): ClientConnection {
   return { clientAddr: ch.conn.remoteAddress, clientId: ch.clientId, language: ch.language, version: ch.version };
 }
 

@@ -17,4 +17,4 @@ export type {
   ConsumerGroupMetrics,
   TopicKind,
 } from "./metrics-state.ts";
-export type { BrokerStatsSnapshot, StatsWindow } from "./stats.ts";
+export type { BrokerStatsSnapshot } from "./stats.ts";

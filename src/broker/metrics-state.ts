@@ -35,7 +35,8 @@ import {
 import { consumeStatsTopic, forEachConsumeQueue, storeTimeAt, versionDesc } from "./admin-bodies.ts";
 import type { ConsumerGroupInfo } from "./client-manager.ts";
 import type { BrokerContext, BrokerSettings } from "./context.ts";
-import { StatsName, type BrokerStatsSnapshot, type StatsWindow } from "./stats.ts";
+import { StatsName, type BrokerStatsSnapshot } from "./stats.ts";
+import type { BrokerStatsItem } from "../protocol/admin-bodies.ts";
 
 /** normal: a topic of its own; retry: `%RETRY%<group>`; dlq: `%DLQ%<group>`. */
 export type TopicKind = "normal" | "retry" | "dlq";
@@ -75,7 +76,7 @@ export interface TopicMetrics {
 /** A stats item (stats.ts): total since boot and the last minute. */
 export interface ItemTotals {
   total: number;
-  minute: StatsWindow;
+  minute: BrokerStatsItem;
 }
 
 export interface ClientCount {
@@ -257,7 +258,7 @@ function topicOffsets(ctx: BrokerContext): TopicMetrics[] {
     .sort((a, b) => (a.topic < b.topic ? -1 : a.topic > b.topic ? 1 : 0));
 }
 
-function item(total: number, minute: StatsWindow): ItemTotals {
+function item(total: number, minute: BrokerStatsItem): ItemTotals {
   return { total, minute };
 }
 

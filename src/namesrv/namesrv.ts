@@ -12,7 +12,7 @@ import { RemotingServer, RequestStats, type ConfigUpdateOutcome, type RequestSta
 import { KvConfigManager } from "./kv-config.ts";
 import { NamesrvRequestProcessor, type NamesrvProcessorDeps } from "./processors.ts";
 import { RouteInfoManager } from "./route-info-manager.ts";
-import { type TopicRouteData } from "../protocol/route.ts";
+import type { ClusterInfo, TopicRouteData } from "../protocol/route.ts";
 
 /** The name server's configuration: the schema's namesrv and remoting sections as loaded and checked. */
 export interface NamesrvOptions {
@@ -48,7 +48,7 @@ export interface LiveBrokerInfo {
 
 /** What the admin API and tests may read; nothing else of the name server is visible. */
 export interface NamesrvInfo {
-  cluster(): ReturnType<RouteInfoManager["getClusterInfo"]>;
+  cluster(): ClusterInfo;
   brokers(): LiveBrokerInfo[];
   topics(): string[];
   topicRoute(topic: string): TopicRouteData | null;
