@@ -1,3 +1,16 @@
 export { BrokerController, type BrokerOptions, type BrokerInfo, type BrokerRuntimeOptions, type BrokerConfigAccess } from "./broker.ts";
 export type { BrokerSettings } from "./context.ts";
 export type { TransactionStats } from "./transaction/transactional-message-service.ts";
+export {
+  QUEUE_READ_MAX_NUM,
+  type AdminResetOffset,
+  type AdminSend,
+  type AdminSendResult,
+  type BrokerAdmin,
+  type OpRefusal,
+  type RefusalKind,
+  type StoredMessage,
+  type TopicInput,
+} from "./admin-api.ts";
+export { GROUP_NAME_MAX_CHARS, GROUP_NAME_PATTERN, type SubscriptionGroupConfig } from "./metadata.ts";
+export { TOPIC_NAME_MAX_CHARS, TOPIC_NAME_PATTERN } from "../protocol/topics.ts";
