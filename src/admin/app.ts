@@ -116,9 +116,31 @@ export function buildAdminApp(deps: AdminAppDeps): OpenAPIHono {
     if (deps.namesrvAtRoot) app.route("/", routes);
   }
   describe(app, version);
-  app.notFound((c) => respond(c, new ApiError("NOT_FOUND", { path: c.req.path })));
+  const allowed = methodsByPath(app);
+  app.notFound((c) => {
+    const allow = allowed(c.req.path);
+    if (allow.length === 0) return respond(c, new ApiError("NOT_FOUND", { path: c.req.path }));
+    c.header("Allow", allow.join(", "));
+    return respond(c, new ApiError("METHOD_NOT_ALLOWED"));
+  });
   app.onError((e, c) => respond(c, apiErrorOf(e)));
   return app;
+}
+
+/**
+ * The methods the routes declare for a path (405 with Allow instead of 404 when a path exists
+ * but not with the request's method). Built on first use, once every route is in place.
+ */
+function methodsByPath(app: OpenAPIHono): (path: string) => string[] {
+  let table: { re: RegExp; method: string }[] | undefined;
+  return (path) => {
+    table ??= app.routes
+      .filter((r) => r.method !== "ALL")
+      .map((r) => ({ re: new RegExp(`^${r.path.replace(/[.*+?^${}()|[\]\\]/g, "\\$&").replace(/\/:[^/]+/g, "/[^/]+")}/?$`), method: r.method }));
+    const methods = new Set(table.filter((t) => t.re.test(path)).map((t) => t.method));
+    if (methods.has("GET")) methods.add("HEAD");
+    return [...methods];
+  };
 }
 
 /** GET /openapi.json and GET /docs, from the routes declared above (built once, on first use). */

@@ -6,7 +6,8 @@
  */
 import { z } from "@hono/zod-openapi";
 import { GROUP_NAME_MAX_CHARS, GROUP_NAME_PATTERN, TOPIC_NAME_MAX_CHARS, TOPIC_NAME_PATTERN } from "../broker/index.ts";
-import { API_ERRORS, type ApiErrorCode } from "./errors.ts";
+import type { MiddlewareHandler } from "hono";
+import { API_ERRORS, ApiError, type ApiErrorCode } from "./errors.ts";
 
 /** The one error body (docs/CONVENTIONS.md §12). */
 export const ErrorBody = z
@@ -49,6 +50,17 @@ export function json<T extends z.ZodType>(schema: T, description: string) {
 export function jsonBody<T extends z.ZodType>(schema: T, description: string) {
   return { required: true, description, content: { "application/json": { schema } } };
 }
+
+/**
+ * Route middleware of the routes with a required body: a request with no body at all is refused
+ * (400) rather than read as `{}` (the JSON validator's reading of a request without a
+ * Content-Type); a body of another type is refused with 415 by the validator.
+ */
+export const needsBody: MiddlewareHandler = async (c, next) => {
+  if (c.req.header("content-type") === undefined)
+    throw new ApiError("BAD_REQUEST", { detail: "this request needs a JSON body (Content-Type: application/json)" });
+  await next();
+};
 
 /** Offsets, timestamps, counts: JSON numbers that are exact integers (Java longs up to 2^53 − 1). */
 export const Int = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);

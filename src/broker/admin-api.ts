@@ -113,10 +113,11 @@ export interface BrokerAdmin {
   /** By offset message id; undefined = no message starts there (or the id is not one). */
   messageById(msgId: string): StoredMessage | undefined;
   messagesByKey(q: { topic: string; key: string; uniqueKey: boolean; maxNum: number; beginTimestamp: number; endTimestamp: number }): StoredMessage[];
+  /** Up to maxNum (at most QUEUE_READ_MAX_NUM) stored messages of one queue from `offset` (undefined: the queue's first). */
   messagesInQueue(
     topic: string,
     queueId: number,
-    offset: number,
+    offset: number | undefined,
     maxNum: number,
   ): { messages: StoredMessage[]; nextOffset: number; minOffset: number; maxOffset: number; status: string };
   /** UPDATE_BROKER_CONFIG with a properties text; undefined when the process gave the broker no config access. */
@@ -238,7 +239,8 @@ export function brokerAdmin(ctx: BrokerContext, sender: SendMessageProcessor, co
     },
     messagesByKey: (q) => decodedAll(queryMessagesByKey(ctx, { ...q, maxNum: Math.min(q.maxNum, QUERY_MESSAGE_MAX_NUM) }).records),
     messagesInQueue: (topic, queueId, offset, maxNum) => {
-      const r = ctx.store.getMessage(topic, queueId, offset, Math.max(1, Math.min(maxNum, QUEUE_READ_MAX_NUM)));
+      const from = offset ?? ctx.store.getMinOffsetInQueue(topic, queueId);
+      const r = ctx.store.getMessage(topic, queueId, from, Math.max(1, Math.min(maxNum, QUEUE_READ_MAX_NUM)));
       return { messages: decodedAll(r.messages), nextOffset: r.nextBeginOffset, minOffset: r.minOffset, maxOffset: r.maxOffset, status: r.status };
     },
     ...(config ? { updateConfig: (properties: string, from: string) => config.update(properties, from) } : {}),

@@ -26,6 +26,7 @@ import {
   Int,
   json,
   jsonBody,
+  needsBody,
   SignedInt,
   TopicConfigSchema,
   TopicCreate,
@@ -37,23 +38,39 @@ import {
 const tags = ["broker: topics and groups"];
 const WRITE = [400, 403, 409, 415] as const;
 
+const resetTopic = TopicName.openapi({ description: "the topic whose offsets move" });
+/** One of three targets, each its own strict shape (so a body names exactly one). */
 const ResetOffset = z
-  .object({
-    topic: TopicName,
-    timestamp: z
-      .number()
-      .int()
-      .min(-1)
-      .max(Number.MAX_SAFE_INTEGER)
-      .optional()
-      .openapi({ description: "each queue to its first message stored at or after this time (ms since the epoch); -1 = each queue's end" }),
-    offset: Int.optional().openapi({ description: "every queue to this offset (clamped to the queue's min and max)" }),
-    offsets: z
-      .record(z.string().regex(/^\d{1,5}$/), Int)
-      .optional()
-      .openapi({ description: 'per queue id: {"0": 10, "3": 0}; queues not named keep their offset', example: { "0": 0 } }),
-    force: z.boolean().default(true).openapi({ description: "timestamp resets: also move forward (false: only back)" }),
-  })
+  .union([
+    z
+      .object({
+        topic: resetTopic,
+        timestamp: z
+          .number()
+          .int()
+          .min(-1)
+          .max(Number.MAX_SAFE_INTEGER)
+          .openapi({ description: "each queue to its first message stored at or after this time (ms since the epoch); -1 = each queue's end" }),
+        force: z.boolean().default(true).openapi({ description: "also move forward (false: a queue only moves back)" }),
+      })
+      .strict()
+      .openapi("ResetOffsetByTime"),
+    z
+      .object({ topic: resetTopic, offset: Int.openapi({ description: "every write queue to this offset (clamped to the queue's min and max)" }) })
+      .strict()
+      .openapi("ResetOffsetToOffset"),
+    z
+      .object({
+        topic: resetTopic,
+        offsets: z
+          .array(z.object({ queueId: z.number().int().min(0).max(65535), offset: Int }).strict())
+          .min(1)
+          .max(1024)
+          .openapi({ description: "per queue, clamped to the queue's min and max; queues not named keep their offset" }),
+      })
+      .strict()
+      .openapi("ResetOffsetPerQueue"),
+  ])
   .openapi("ResetOffset");
 
 const ResetDone = z
@@ -67,6 +84,7 @@ const routes = {
     tags,
     summary: "create a topic (UPDATE_AND_CREATE_TOPIC)",
     request: { body: jsonBody(TopicCreate, "the topic") },
+    middleware: needsBody,
     responses: { 201: json(TopicConfigSchema, "created"), ...errors(...WRITE) },
   }),
   putTopic: createRoute({
@@ -75,6 +93,7 @@ const routes = {
     tags,
     summary: "create or replace a topic (UPDATE_AND_CREATE_TOPIC)",
     request: { params: TopicWriteParam, body: jsonBody(TopicSettings, "the topic's settings") },
+    middleware: needsBody,
     responses: { 200: json(TopicConfigSchema, "the topic as stored"), ...errors(...WRITE) },
   }),
   deleteTopic: createRoute({
@@ -92,6 +111,7 @@ const routes = {
     tags,
     summary: "create a subscription group (UPDATE_AND_CREATE_SUBSCRIPTIONGROUP)",
     request: { body: jsonBody(GroupCreate, "the group; missing fields take RocketMQ's defaults") },
+    middleware: needsBody,
     responses: { 201: json(GroupConfigSchema, "created"), ...errors(...WRITE) },
   }),
   putGroup: createRoute({
@@ -100,6 +120,7 @@ const routes = {
     tags,
     summary: "create or replace a subscription group (UPDATE_AND_CREATE_SUBSCRIPTIONGROUP)",
     request: { params: GroupWriteParam, body: jsonBody(GroupSettings, "the group's settings; missing fields take RocketMQ's defaults") },
+    middleware: needsBody,
     responses: { 200: json(GroupConfigSchema, "the group as stored"), ...errors(...WRITE) },
   }),
   deleteGroup: createRoute({
@@ -124,6 +145,7 @@ const routes = {
       "INVOKE_BROKER_TO_RESET_OFFSET's computation; the new offsets are committed here and every consumer of the group online is told " +
       "(RESET_CONSUMER_CLIENT_OFFSET). Give exactly one of timestamp, offset, offsets. The group must have committed offsets on the topic.",
     request: { params: GroupParam, body: jsonBody(ResetOffset, "what to reset to") },
+    middleware: needsBody,
     responses: { 200: json(ResetDone, "the new offset of every write queue"), ...errors(...WRITE, 404) },
   }),
 };
@@ -184,17 +206,14 @@ function groupRoutes(app: OpenAPIHono, info: BrokerInfo, admin: BrokerAdmin): vo
   app.openapi(routes.resetOffset, (c) => {
     const { group } = c.req.valid("param");
     const b = c.req.valid("json");
-    const given = [b.timestamp, b.offset, b.offsets].filter((x) => x !== undefined).length;
-    if (given !== 1) throw new ApiError("BAD_REQUEST", { detail: "give exactly one of timestamp, offset, offsets" });
-    const offsets = b.offsets ? new Map(Object.entries(b.offsets).map(([q, o]) => [Number(q), o])) : undefined;
-    const done = admin.resetOffset({
-      topic: b.topic,
-      group,
-      ...(b.timestamp !== undefined ? { timestamp: b.timestamp } : {}),
-      ...(offsets ? { offsets } : b.offset !== undefined ? { offsets: allQueues(info, b.topic, b.offset) } : {}),
-      force: b.force,
-      from: peerAddr(c),
-    });
+    const target =
+      "timestamp" in b
+        ? { timestamp: b.timestamp, force: b.force }
+        : {
+            offsets: "offset" in b ? allQueues(info, b.topic, b.offset) : new Map(b.offsets.map((o) => [o.queueId, o.offset])),
+            force: true,
+          };
+    const done = admin.resetOffset({ topic: b.topic, group, ...target, from: peerAddr(c) });
     if ("refused" in done) throw refusalError(done.refused, done.remark);
     return c.json({ group, topic: b.topic, ...done }, 200);
   });

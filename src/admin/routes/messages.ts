@@ -15,7 +15,7 @@ import type { BrokerAdmin, StoredMessage } from "../../broker/index.ts";
 import { MessageConst } from "../../common/message-record.ts";
 import { ApiError, refusalError } from "../errors.ts";
 import { peerAddr } from "../peer.ts";
-import { errors, Int, IntQuery, json, jsonBody, StoredMessageSchema, TopicName } from "../schemas.ts";
+import { errors, Int, IntQuery, json, jsonBody, needsBody, StoredMessageSchema, TopicName } from "../schemas.ts";
 
 const tags = ["broker: messages"];
 
@@ -24,23 +24,48 @@ const RESERVED_PROPERTIES = new Set<string>(Object.values(MessageConst));
 /** The separators of the stored property string: never inside a name or a value. */
 const SEPARATORS = /[\u0001\u0002]/;
 
+const sendFields = {
+  topic: TopicName,
+  tags: z
+    .string()
+    .max(255)
+    .regex(/^[^\u0001\u0002]*$/)
+    .optional()
+    .openapi({ example: "TagA" }),
+  keys: z
+    .array(
+      z
+        .string()
+        .min(1)
+        .max(255)
+        .regex(/^[^\s\u0001\u0002]+$/),
+    )
+    .max(32)
+    .optional()
+    .openapi({ description: "message keys (QUERY_MESSAGE finds the message by each)" }),
+  properties: z.record(z.string().min(1).max(255), z.string().max(4096)).optional().openapi({ description: "user properties" }),
+  queueId: z.number().int().min(0).max(65535).optional().openapi({ description: "a queue of the topic; absent = one at random" }),
+  delayLevel: z
+    .number()
+    .int()
+    .min(0)
+    .max(255)
+    .optional()
+    .openapi({ description: "a delay level as a producer sets it (1 = the first of broker.messageDelayLevel)" }),
+};
+
+/** The body as text or as base64 bytes: two strict shapes, so a request gives exactly one. */
 const SendBody = z
-  .object({
-    topic: TopicName,
-    body: z.string().optional().openapi({ description: "the body as text (stored as UTF-8); give this or bodyBase64", example: "hello" }),
-    bodyBase64: z.base64().optional().openapi({ description: "the body as base64 bytes; give this or body" }),
-    tags: z.string().max(255).optional().openapi({ example: "TagA" }),
-    keys: z.array(z.string().min(1).max(255)).max(32).optional().openapi({ description: "message keys (QUERY_MESSAGE finds the message by each)" }),
-    properties: z.record(z.string().min(1).max(255), z.string().max(4096)).optional().openapi({ description: "user properties" }),
-    queueId: z.number().int().min(0).max(65535).optional().openapi({ description: "a queue of the topic; absent = one at random" }),
-    delayLevel: z
-      .number()
-      .int()
-      .min(0)
-      .max(255)
-      .optional()
-      .openapi({ description: "a delay level as a producer sets it (1 = the first of broker.messageDelayLevel)" }),
-  })
+  .union([
+    z
+      .object({ ...sendFields, body: z.string().openapi({ description: "the body as text (stored as UTF-8)", example: "hello" }) })
+      .strict()
+      .openapi("SendText"),
+    z
+      .object({ ...sendFields, bodyBase64: z.base64().openapi({ description: "the body as base64 bytes" }) })
+      .strict()
+      .openapi("SendBytes"),
+  ])
   .openapi("SendMessage");
 
 const SendResult = z
@@ -75,9 +100,11 @@ const MsgIdParam = z.object({
 
 const ListQuery = z.object({
   topic: z.string().min(1).max(127),
-  key: z.string().min(1).max(255).optional().openapi({ description: "find by key (QUERY_MESSAGE); or give queueId and offset" }),
-  queueId: IntQuery.max(65535).optional(),
-  offset: IntQuery.optional(),
+  key: z.string().min(1).max(255).optional().openapi({ description: "find by key (QUERY_MESSAGE); absent: read a queue from an offset" }),
+  queueId: IntQuery.max(65535).optional().openapi({ description: "the queue to read (default 0); with key: only messages of this queue" }),
+  offset: IntQuery.optional().openapi({
+    description: "the queue offset to read from (default the queue's first); with key: only messages at or after it",
+  }),
   maxNum: IntQuery.min(1).max(64).default(32).openapi({ description: "at most this many (key queries: 64, queue reads: 32)" }),
   begin: IntQuery.default(0).openapi({ description: "key queries: stored at or after (ms since the epoch)" }),
   end: IntQuery.default(Number.MAX_SAFE_INTEGER).openapi({ description: "key queries: stored at or before (ms)" }),
@@ -90,6 +117,7 @@ const routes = {
     tags,
     summary: "send a test message (the SEND_MESSAGE_V2 path)",
     request: { body: jsonBody(SendBody, "the message") },
+    middleware: needsBody,
     responses: { 200: json(SendResult, "stored"), ...errors(400, 403, 404, 409, 415, 503) },
   }),
   byId: createRoute({
@@ -104,7 +132,7 @@ const routes = {
     method: "get",
     path: "/messages",
     tags,
-    summary: "messages of a topic by key (QUERY_MESSAGE) or from a queue offset (the pull path's store read)",
+    summary: "messages of a topic by key (QUERY_MESSAGE), or read from a queue offset (the pull path's store read)",
     request: { query: ListQuery },
     responses: { 200: json(MessageList, "the messages found (possibly none)"), ...errors(400) },
   }),
@@ -147,13 +175,8 @@ export function messageRoutes(admin: BrokerAdmin): OpenAPIHono {
   const app = new OpenAPIHono();
   app.openapi(routes.send, async (c) => {
     const m = c.req.valid("json");
-    if ((m.body === undefined) === (m.bodyBase64 === undefined))
-      throw new ApiError("BAD_REQUEST", { detail: "give exactly one of body, bodyBase64" });
     checkProperties(m.properties);
-    for (const k of m.keys ?? [])
-      if (/[\s\u0001\u0002]/.test(k)) throw new ApiError("BAD_REQUEST", { detail: `key ${JSON.stringify(k)} contains a space or a separator` });
-    if (m.tags !== undefined && SEPARATORS.test(m.tags)) throw new ApiError("BAD_REQUEST", { detail: "tags may not contain \\u0001 or \\u0002" });
-    const body = m.body !== undefined ? new TextEncoder().encode(m.body) : new Uint8Array(Buffer.from(m.bodyBase64 ?? "", "base64"));
+    const body = "body" in m ? new TextEncoder().encode(m.body) : new Uint8Array(Buffer.from(m.bodyBase64, "base64"));
     const { topic, tags, keys, properties, queueId, delayLevel } = m;
     const r = await admin.send({ topic, body, tags, keys, properties, queueId, delayLevel, from: peerAddr(c) });
     if ("refused" in r) throw refusalError(r.refused, r.remark);
@@ -178,9 +201,8 @@ export function messageRoutes(admin: BrokerAdmin): OpenAPIHono {
   });
   app.openapi(routes.list, (c) => {
     const q = c.req.valid("query");
-    const byQueue = q.queueId !== undefined || q.offset !== undefined;
-    if (q.key !== undefined && !byQueue) {
-      const messages = admin.messagesByKey({
+    if (q.key !== undefined) {
+      const found = admin.messagesByKey({
         topic: q.topic,
         key: q.key,
         uniqueKey: false,
@@ -188,12 +210,11 @@ export function messageRoutes(admin: BrokerAdmin): OpenAPIHono {
         beginTimestamp: q.begin,
         endTimestamp: q.end,
       });
+      const { queueId, offset } = q;
+      const messages = found.filter((m) => (queueId === undefined || m.queueId === queueId) && (offset === undefined || m.queueOffset >= offset));
       return c.json({ messages: messages.map(messageJson) }, 200);
     }
-    if (q.key !== undefined || q.queueId === undefined || q.offset === undefined) {
-      throw new ApiError("BAD_REQUEST", { detail: "give topic and key, or topic, queueId and offset" });
-    }
-    const r = admin.messagesInQueue(q.topic, q.queueId, q.offset, q.maxNum);
+    const r = admin.messagesInQueue(q.topic, q.queueId ?? 0, q.offset, q.maxNum);
     return c.json({ ...r, messages: r.messages.map(messageJson) }, 200);
   });
   return app;

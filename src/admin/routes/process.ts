@@ -7,7 +7,7 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { ApiError } from "../errors.ts";
 import { peerAddr } from "../peer.ts";
-import { errors, Int, json, jsonBody } from "../schemas.ts";
+import { errors, Int, json, jsonBody, needsBody } from "../schemas.ts";
 
 const tags = ["process"];
 
@@ -29,14 +29,7 @@ const ConfigView = z
   .openapi("ConfigInForce", { description: "file, dataVersion, liveKeys (what PATCH /config and SIGHUP can change) and config (secrets REDACTED)" });
 
 const ConfigPatch = z
-  .record(
-    z
-      .string()
-      .min(1)
-      .max(128)
-      .regex(/^[A-Za-z0-9_.]+$/),
-    z.union([z.string().max(4096), z.number(), z.boolean(), z.array(z.string().max(512)).max(64)]),
-  )
+  .record(z.string().min(1).max(128), z.union([z.string().max(4096), z.number(), z.boolean(), z.array(z.string().max(512)).max(64)]))
   .openapi("ConfigPatch", {
     description:
       "keys as UPDATE_BROKER_CONFIG takes them: RocketMQ's name (maxMessageSize), RocketBun's (maxMessageSizeBytes) or the dotted path " +
@@ -86,6 +79,7 @@ const routes = {
     summary: "change live configuration keys (UPDATE_BROKER_CONFIG)",
     description: "All or nothing: an unknown key, a bad value or a key that needs a restart refuses the whole change (400, naming the keys).",
     request: { body: jsonBody(ConfigPatch, "keys and their new values") },
+    middleware: needsBody,
     responses: { 200: json(ConfigView, "applied: the configuration now in force"), ...errors(400, 403, 415) },
   }),
   reload: createRoute({
@@ -101,6 +95,9 @@ const routes = {
 export function propertiesText(patch: Record<string, string | number | boolean | string[]>): string {
   let text = "";
   for (const [k, v] of Object.entries(patch)) {
+    // A key is one token of `key=value`: anything else could not be a key, or would split the line.
+    if (!/^[A-Za-z0-9_.]+$/.test(k))
+      throw new ApiError("BAD_REQUEST", { detail: `${JSON.stringify(k)}: unknown key (keys are letters, digits, '_' and '.')` });
     const value = Array.isArray(v) ? v.join(";") : String(v);
     if (/[\r\n]/.test(value) || (Array.isArray(v) && v.some((x) => x.includes(";")))) {
       throw new ApiError("BAD_REQUEST", { detail: `${k}: a value may not contain a line break (list items no ';')` });
