@@ -98,7 +98,7 @@ export const TopicConfigSchema = z
     topicName: z.string(),
     readQueueNums: Int,
     writeQueueNums: Int,
-    perm: Int.openapi({ description: "PermName bits: 2 read, 4 write, 1 inherit (6 = read and write)" }),
+    perm: Int.openapi({ description: "PermName bits: 4 read, 2 write, 1 inherit (6 = read and write)" }),
     topicFilterType: z.enum(["SINGLE_TAG", "MULTI_TAG"]),
     topicSysFlag: Int,
     order: z.boolean(),
@@ -109,7 +109,7 @@ export const TopicConfigSchema = z
 export const TopicSettings = z.object({
   readQueueNums: z.number().int().min(0).max(65535).default(8).openapi({ description: "read queues (mqadmin's default 8)" }),
   writeQueueNums: z.number().int().min(0).max(65535).default(8).openapi({ description: "write queues (mqadmin's default 8)" }),
-  perm: z.number().int().min(0).max(15).default(6).openapi({ description: "PermName bits: 2 read, 4 write (default 6)" }),
+  perm: z.number().int().min(0).max(15).default(6).openapi({ description: "PermName bits: 4 read, 2 write (default 6 = both)" }),
   topicFilterType: z.enum(["SINGLE_TAG", "MULTI_TAG"]).default("SINGLE_TAG"),
   topicSysFlag: z.number().int().min(0).max(2147483647).default(0),
   order: z.boolean().default(false).openapi({ description: "an ordered topic (clients keep one queue's messages in order)" }),
