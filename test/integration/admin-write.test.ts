@@ -160,6 +160,8 @@ describe("admin API writes (compiled binary)", () => {
       body: { text: "héllo wörld", base64: Buffer.from("héllo wörld").toString("base64"), sizeBytes: Buffer.byteLength("héllo wörld") },
     });
     expect((byId.body.properties as Record<string, string>).origin).toBe("test");
+    // BORNHOST is the HTTP client's address, as a producer's is its socket's.
+    expect(byId.body.bornHost).toMatch(/^127\.0\.0\.1:[1-9]\d*$/);
     // The same record over the wire.
     const id = decodeOffsetMsgId(msgId);
     if ("invalid" in id) throw new Error(id.invalid);
