@@ -46,6 +46,8 @@ type Schema = {
 };
 
 const METHODS = ["get", "post", "put", "patch", "delete"] as const;
+/** The component name of the one error body (./schemas.ts ErrorBody). */
+const ERROR_SCHEMA = "Error";
 /** Numbers this wide are "any safe integer": not worth printing as a range. */
 const WIDE = 2 ** 52;
 
@@ -101,9 +103,12 @@ function sketch(s: Schema | undefined, doc: Doc, indent: string, seen: Set<strin
 
 function schemaBlock(content: Record<string, { schema?: Schema }> | undefined, doc: Doc): string {
   if (!content) return "";
-  return Object.entries(content)
-    .map(([type, c]) => `<pre><span class="ct">${esc(type)}</span>\n${esc(sketch(c.schema, doc, "", new Set()))}</pre>`)
-    .join("");
+  return (
+    Object.entries(content)
+      // The one error body is drawn once, at the top of the page; responses name it.
+      .map(([type, c]) => `<pre><span class="ct">${esc(type)}</span>\n${esc(sketch(c.schema, doc, "", new Set([ERROR_SCHEMA])))}</pre>`)
+      .join("")
+  );
 }
 
 function operationHtml(method: string, path: string, op: Operation, doc: Doc): string {
@@ -165,7 +170,9 @@ export function docsPage(document: object): string {
 <h1>${esc(doc.info.title)} <small>${esc(doc.info.version)}</small></h1>
 <p>${esc(doc.info.description ?? "")} Machine-readable: <a href="openapi.json"><code>/openapi.json</code></a> (OpenAPI 3.0).
 Authentication: <code>Authorization: Bearer &lt;admin.token&gt;</code> on every endpoint but <code>/health</code> when a token is set;
-writes are refused (403) while none is set.</p>
+writes are refused (403) while none is set.
+Every error is one shape, <code>Error</code>:</p>
+<pre>${esc(sketch({ $ref: `#/components/schemas/${ERROR_SCHEMA}` }, doc, "", new Set()))}</pre>
 <details><summary>All operations</summary><ul>${index.join("")}</ul></details>
 ${sections}</body></html>`;
 }
