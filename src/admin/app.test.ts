@@ -95,10 +95,13 @@ describe("GET /config", () => {
   test("serves what the config owner returns, read-only", async () => {
     const app = buildAdminApp({ role: "namesrv", version: "1", startedAt: 0, namesrv: info, config: () => ({ config: { logLevel: "info" } }) });
     expect(await (await app.request("/config")).json()).toEqual({ config: { logLevel: "info" } });
-    // Without a token a method that changes state is refused before routing (403), with one it is routed (404).
+    // Without a token a method that changes state is refused before routing (403), with one it is
+    // routed: /config has no PUT (405, with the methods it has).
     expect((await app.request("/config", { method: "PUT" })).status).toBe(403);
     const withToken = buildAdminApp({ role: "namesrv", version: "1", startedAt: 0, namesrv: info, token: () => "t0ken", config: () => ({}) });
-    expect((await withToken.request("/config", { method: "PUT", headers: { Authorization: "Bearer t0ken" } })).status).toBe(404);
+    const put = await withToken.request("/config", { method: "PUT", headers: { Authorization: "Bearer t0ken" } });
+    expect(put.status).toBe(405);
+    expect(put.headers.get("allow")).toBe("GET, HEAD");
   });
 });
 

@@ -1,28 +1,34 @@
 /**
- * The admin HTTP API (Hono), built from the info functions of the components a process runs.
+ * The admin HTTP API (Hono with @hono/zod-openapi), built from the info functions of the
+ * components a process runs. Every route is declared with zod schemas (src/admin/schemas.ts):
+ * requests are validated against them (a bad request → 400 in the one error shape) and
+ * /openapi.json (OpenAPI 3.0) is generated from them; /docs renders that document as HTML.
+ * The app is assembled in ./openapi-app.ts — the one place a router is mounted — and loaded on
+ * the first request: zod and the generator cost ~40 ms of parsing that a start (or --version)
+ * need not wait for.
  * Layout:
  *   GET /health                      every role (never needs the admin token; see auth.ts for the rest)
- *   GET /config                      every role: the configuration in force (read-only), its
- *                                    DataVersion and the keys a SIGHUP or UPDATE_BROKER_CONFIG can change
- *   name server: /cluster /brokers /topics /topics/:topic/route /stats/requests   (also under /namesrv/...)
- *   broker:      /broker /topics /topics/:topic /groups /groups/:group /ha /transactions /stats/requests
+ *   GET /config, PATCH /config       every role: the configuration in force; change live keys
+ *                                    (UPDATE_BROKER_CONFIG, or UPDATE_NAMESRV_CONFIG on a name server alone)
+ *   POST /config/reload              every role: what SIGHUP does
+ *   GET /openapi.json, GET /docs     every role: the API's own description
+ *   name server: /cluster /brokers /topics /topics/{topic}/route /stats/requests, DELETE /topics/{topic}
+ *                (also under /namesrv/...)
+ *   broker:      /broker /topics /topics/{topic} /groups /groups/{group} /ha /transactions /stats/requests
+ *                (routes/broker.ts); topic and group writes, reset-offset (routes/broker-write.ts);
+ *                /messages (routes/messages.ts)
  *   /stats/requests: requests by request code since start (count, errors, by response code, a
  *                    latency histogram with cumulative `le` buckets, sum, p50/p99), from the
  *                    request pipeline's stats hook; the broker's counts both of its ports
- *   GET /metrics                     every role: Prometheus text format (routes/metrics.ts)
- *   POST /config/reload              every role: what SIGHUP does (needs the admin token, always)
+ *   GET /metrics                     every role: Prometheus text format (routes/metrics.ts, mounted in openapi-app.ts)
+ * Writes call the functions the wire requests' processors call (BrokerAdmin, NamesrvAdmin).
  * In standalone, the name server routes live under /namesrv/ so that broker routes (which arrive
  * with the broker) own the root paths.
  */
-import { type Context, Hono } from "hono";
-import type { ContentfulStatusCode } from "hono/utils/http-status";
+import { Hono } from "hono";
 import type { BrokerInfo } from "../broker/index.ts";
 import type { NamesrvInfo } from "../namesrv/index.ts";
-import { adminAuth } from "./auth.ts";
 import { ApiError } from "./errors.ts";
-import { brokerRoutes } from "./routes/broker.ts";
-import { metricsRoutes } from "./routes/metrics.ts";
-import { namesrvRoutes } from "./routes/namesrv.ts";
 
 export interface AdminAppDeps {
   role: string;
@@ -44,45 +50,25 @@ export interface AdminAppDeps {
 export type AdminReloadOutcome =
   { status: "invalid"; problems: string[] } | { status: "applied"; changes: readonly unknown[] } | { status: "failed"; error: string };
 
+/**
+ * The admin app: a thin Hono app that hands every request to the OpenAPI app, built from `deps`
+ * on the first request (./openapi-app.ts). A failure to load it is a bug, answered as INTERNAL.
+ */
 export function buildAdminApp(deps: AdminAppDeps): Hono {
+  type Fetch = (req: Request, env: object | undefined) => Response | Promise<Response>;
+  let real: Promise<Fetch> | undefined;
+  const load = () =>
+    (real ??= import("./openapi-app.ts").then((m) => {
+      const api = m.buildOpenApiApp(deps);
+      return (req: Request, env: object | undefined) => api.fetch(req, env);
+    }));
   const app = new Hono();
-  app.use("*", adminAuth(deps.token ?? (() => "")));
-  app.get("/health", (c) => {
-    // Where the process's memory is: RSS also counts touched pages of mapped store files.
-    const m = process.memoryUsage();
-    const memory = {
-      rssBytes: m.rss,
-      heapUsedBytes: m.heapUsed,
-      heapTotalBytes: m.heapTotal,
-      externalBytes: m.external,
-      arrayBuffersBytes: m.arrayBuffers,
-    };
-    return c.json({ status: "ok", role: deps.role, version: deps.version, uptimeMs: Date.now() - deps.startedAt, memory });
+  // env: Bun.serve's server (the peer address, ./peer.ts); undefined in app.request().
+  app.all("*", async (c) => (await load())(c.req.raw, c.env as object | undefined));
+  app.onError((e, c) => {
+    const err = new ApiError("INTERNAL", { detail: e.message });
+    return c.json({ error: { code: err.code, message: err.message } }, 500);
   });
-  const config = deps.config;
-  if (config) app.get("/config", (c) => c.json(config()));
-  const reload = deps.reload;
-  if (reload) {
-    app.post("/config/reload", async (c) => {
-      const r = await reload();
-      if (r.status === "invalid") throw new ApiError("RELOAD_REFUSED", { detail: r.problems.join("; ") });
-      if (r.status === "failed") throw new ApiError("INTERNAL", { detail: r.error });
-      return c.json(r);
-    });
-  }
-  app.route("/", metricsRoutes({ broker: deps.broker, namesrv: deps.namesrv }));
-  if (deps.broker) app.route("/", brokerRoutes(deps.broker));
-  if (deps.namesrv) {
-    const routes = namesrvRoutes(deps.namesrv);
-    app.route("/namesrv", routes);
-    if (deps.namesrvAtRoot) app.route("/", routes);
-  }
-  const respond = (c: Context, err: ApiError) => {
-    if (err.status === 401) c.header("WWW-Authenticate", 'Bearer realm="rocketbun-admin"');
-    return c.json({ error: { code: err.code, message: err.message } }, err.status as ContentfulStatusCode);
-  };
-  app.notFound((c) => respond(c, new ApiError("NOT_FOUND", { path: c.req.path })));
-  app.onError((e, c) => respond(c, e instanceof ApiError ? e : new ApiError("INTERNAL", { detail: e.message })));
   return app;
 }
 

@@ -18,3 +18,16 @@ export type {
   TopicKind,
 } from "./metrics-state.ts";
 export type { BrokerStatsSnapshot } from "./stats.ts";
+export {
+  QUEUE_READ_MAX_NUM,
+  type AdminResetOffset,
+  type AdminSend,
+  type AdminSendResult,
+  type BrokerAdmin,
+  type OpRefusal,
+  type RefusalKind,
+  type StoredMessage,
+  type TopicInput,
+} from "./admin-api.ts";
+export { GROUP_NAME_MAX_CHARS, GROUP_NAME_PATTERN, type SubscriptionGroupConfig } from "./metadata.ts";
+export { TOPIC_NAME_MAX_CHARS, TOPIC_NAME_PATTERN } from "../protocol/topics.ts";

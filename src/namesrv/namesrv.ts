@@ -56,6 +56,16 @@ export interface NamesrvInfo {
   requestStats(): RequestStatsSnapshot;
   /** Open remoting connections of the name server's port. */
   connections(): number;
+  /** The admin API's writes: the functions the wire requests use. */
+  admin?(): NamesrvAdmin;
+}
+
+/** The name server's admin operations, each what its wire request does (one implementation). */
+export interface NamesrvAdmin {
+  /** DELETE_TOPIC_IN_NAMESRV: the topic's routes (of one cluster's brokers when named); whether it had any. */
+  deleteTopic(topic: string, clusterName?: string): boolean;
+  /** UPDATE_NAMESRV_CONFIG with a properties text; absent when the process gave the name server no config access. */
+  updateConfig?(properties: string, from: string): Promise<ConfigUpdateOutcome>;
 }
 
 /** What NamesrvController.reconfigure can change while it runs. */
@@ -170,5 +180,12 @@ export class NamesrvController {
     topicRoute: (topic) => this.#routes.getTopicRoute(topic),
     requestStats: () => this.#requestStats.snapshot(),
     connections: () => this.#server.connectionCount,
+    admin: () => {
+      const config = this.#deps.config;
+      return {
+        deleteTopic: (topic, clusterName) => this.#routes.deleteTopic(topic, clusterName),
+        ...(config ? { updateConfig: (properties: string, from: string) => config.update(properties, from) } : {}),
+      };
+    },
   };
 }
