@@ -10,6 +10,7 @@
  *                    latency histogram with cumulative `le` buckets, sum, p50/p99), from the
  *                    request pipeline's stats hook; the broker's counts both of its ports
  *   POST /config/reload              every role: what SIGHUP does (needs the admin token, always)
+ *   dashboard:   / and /ui/... (HTML pages), GET /clients, GET /stats/history (routes/dashboard.tsx)
  * In standalone, the name server routes live under /namesrv/ so that broker routes (which arrive
  * with the broker) own the root paths.
  */
@@ -21,6 +22,7 @@ import { adminAuth } from "./auth.ts";
 import { ApiError } from "./errors.ts";
 import { brokerRoutes } from "./routes/broker.ts";
 import { namesrvRoutes } from "./routes/namesrv.ts";
+import { dashboardRoutes } from "./routes/dashboard.tsx";
 
 export interface AdminAppDeps {
   role: string;
@@ -74,6 +76,7 @@ export function buildAdminApp(deps: AdminAppDeps): Hono {
     app.route("/namesrv", routes);
     if (deps.namesrvAtRoot) app.route("/", routes);
   }
+  app.route("/", dashboardRoutes(deps));
   const respond = (c: Context, err: ApiError) => {
     if (err.status === 401) c.header("WWW-Authenticate", 'Bearer realm="rocketbun-admin"');
     return c.json({ error: { code: err.code, message: err.message } }, err.status as ContentfulStatusCode);

@@ -1,3 +1,7 @@
 export { BrokerController, type BrokerOptions, type BrokerInfo, type BrokerRuntimeOptions, type BrokerConfigAccess } from "./broker.ts";
 export type { BrokerSettings } from "./context.ts";
 export type { TransactionStats } from "./transaction/transactional-message-service.ts";
+export type { ClientsView, ClientConnectionView, ConsumerGroupView, TrafficCounters } from "./dashboard-info.ts";
+export { AUTO_CREATE_TOPIC, DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX, isNotAllowedSendTopic } from "../protocol/topics.ts";
+export type { ReplicationInfo } from "./broker.ts";
+export type { TopicConfig } from "../protocol/topics.ts";
