@@ -103,7 +103,6 @@ const FUNCTION_LINES_MAX = 70;
  */
 const LONG_FUNCTION_EXCEPTIONS = new Set([
   "src/commitlog/message-store.ts#MessageStore.putMessages",
-  "src/broker/processors/send-message.ts#SendMessageProcessor.#send",
   "src/commitlog/message-store.ts#MessageStore.getMessage",
   "src/common/message-record.ts#decodeRecordAt",
   "src/ha/record-stream.ts#RecordStream.#scan",

@@ -12,7 +12,7 @@ import { MessageConst, parseProperties, SysFlag, tagsHashCode, transactionType, 
 import type { TlsMaterial } from "../common/tls.ts";
 import { MessageStore, parseHostAddress, type StoreRuntimeOptions } from "../commitlog/index.ts";
 import type { StoreDisk } from "../commitlog/disk.ts";
-import { ConsumerOffsetManager, DelayOffsetManager, SubscriptionGroupManager, TopicConfigManager } from "./metadata.ts";
+import { ConsumerOffsetManager, DelayOffsetManager, SubscriptionGroupManager, TopicConfigManager, type SubscriptionGroupConfig } from "./metadata.ts";
 import { type TopicConfig } from "../protocol/topics.ts";
 import {
   createRequest,
@@ -46,6 +46,7 @@ import { QueryMessageProcessor } from "./processors/query-message.ts";
 import { EndTransactionProcessor } from "./processors/end-transaction.ts";
 import { SendMessageProcessor } from "./processors/send-message.ts";
 import { TopicAdminProcessor } from "./processors/topic-admin.ts";
+import { brokerAdmin, type BrokerAdmin } from "./admin-api.ts";
 import { parseDelayLevels } from "../protocol/delay-levels.ts";
 import { ensureScheduleTopic, ScheduleMessageService } from "./schedule/schedule-message-service.ts";
 import { TransactionalMessageService, type TransactionStats } from "./transaction/transactional-message-service.ts";
@@ -139,11 +140,15 @@ export interface BrokerInfo {
   queueOffsets(topic: string): { queueId: number; minOffset: number; maxOffset: number }[];
   groupOffsets(group: string): { topic: string; queueId: number; consumerOffset: number; brokerOffset: number; lag: number }[];
   consumerGroups(): string[];
+  /** A subscription group's config (subscriptionGroup.json), if there is one. */
+  group(name: string): SubscriptionGroupConfig | undefined;
   store(): { minPhyOffset: number; maxPhyOffset: number; flushedOffset: number; diskUsageRatio: number };
   /** Half/op queue sizes, check cursors and counters of the transaction service. */
   transactions(): TransactionStats;
   /** Requests by code over the listen and VIP ports (counts, response codes, latency histogram). */
   requestStats(): RequestStatsSnapshot;
+  /** The admin operations (writes, test sends, message queries) of the admin API: ./admin-api.ts. */
+  admin?(): BrokerAdmin;
 }
 
 export class BrokerController {
@@ -158,6 +163,7 @@ export class BrokerController {
   readonly #acl: AclHook | undefined;
   readonly #client: RemotingClient;
   #ctx: BrokerContext | null = null;
+  #admin: BrokerAdmin | null = null;
   #registration: NamesrvRegistration | null = null;
   #schedule: ScheduleMessageService | null = null;
   #tx: TransactionalMessageService | null = null;
@@ -394,8 +400,11 @@ export class BrokerController {
   }
 
   #registerProcessors(ctx: BrokerContext, schedule: ScheduleMessageService, tx: TransactionalMessageService): void {
+    const send = new SendMessageProcessor(ctx, schedule, tx);
+    // The admin API's operations run the processors' own functions (one implementation).
+    this.#admin = brokerAdmin(ctx, send, this.#o.configAccess);
     const processors: [readonly number[], RequestProcessor][] = [
-      [SendMessageProcessor.CODES, new SendMessageProcessor(ctx, schedule, tx)],
+      [SendMessageProcessor.CODES, send],
       [ReplyMessageProcessor.CODES, new ReplyMessageProcessor(ctx)],
       [EndTransactionProcessor.CODES, new EndTransactionProcessor(ctx, tx)],
       [PullMessageProcessor.CODES, new PullMessageProcessor(ctx)],
@@ -706,6 +715,7 @@ export class BrokerController {
       const ctx = this.#need();
       return [...new Set([...ctx.groups.all().map((g) => g.groupName), ...ctx.consumers.groups().map((g) => g.groupName)])].sort();
     },
+    group: (name) => this.#need().groups.get(name),
     store: () => {
       const s = this.#need().store;
       return {
@@ -721,6 +731,10 @@ export class BrokerController {
       return this.#tx.stats();
     },
     requestStats: () => this.#requestStats.snapshot(),
+    admin: () => {
+      if (!this.#admin) throw new Error("broker not started");
+      return this.#admin;
+    },
   };
 
   #need(): BrokerContext {

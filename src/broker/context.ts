@@ -33,6 +33,21 @@ export interface BrokerSettings {
   enablePropertyFilter: boolean;
 }
 
+/**
+ * What kind of refusal an admin operation answered, for callers that are not the wire (the HTTP
+ * admin API maps it to a status): bad input, an unknown topic/group/message, a state that forbids
+ * it (a slave takes no writes, a system topic), or a store that takes no writes now.
+ */
+export type RefusalKind = "invalid" | "not_found" | "conflict" | "unavailable";
+
+/** An operation shared by a processor and the admin API, refused: the wire answer and its kind. */
+export interface OpRefusal {
+  refused: RefusalKind;
+  /** The wire response code the processor answers with. */
+  code: number;
+  remark: string;
+}
+
 export interface BrokerContext {
   settings: BrokerSettings;
   store: MessageStore;

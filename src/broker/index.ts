@@ -5,3 +5,16 @@ export type { ClientsView, ClientConnectionView, ConsumerGroupView, TrafficCount
 export { AUTO_CREATE_TOPIC, DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX, isNotAllowedSendTopic } from "../protocol/topics.ts";
 export type { ReplicationInfo } from "./broker.ts";
 export type { TopicConfig } from "../protocol/topics.ts";
+export {
+  QUEUE_READ_MAX_NUM,
+  type AdminResetOffset,
+  type AdminSend,
+  type AdminSendResult,
+  type BrokerAdmin,
+  type OpRefusal,
+  type RefusalKind,
+  type StoredMessage,
+  type TopicInput,
+} from "./admin-api.ts";
+export { GROUP_NAME_MAX_CHARS, GROUP_NAME_PATTERN, type SubscriptionGroupConfig } from "./metadata.ts";
+export { TOPIC_NAME_MAX_CHARS, TOPIC_NAME_PATTERN } from "../protocol/topics.ts";

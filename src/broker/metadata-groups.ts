@@ -50,7 +50,7 @@ export interface SubscriptionGroupWrapper {
 /** Java `Validators.CHARACTER_MAX_LENGTH`, the clients' limit for group names. */
 export const GROUP_NAME_MAX_CHARS = 255;
 
-const GROUP_NAME_PATTERN = /^[%|a-zA-Z0-9_-]+$/;
+export const GROUP_NAME_PATTERN = /^[%|a-zA-Z0-9_-]+$/;
 
 /** Groups whose prefix lets Java create them even with auto-creation off (`MixAll.isSysConsumerGroup`). */
 const SYS_GROUP_PREFIX = "CID_RMQ_SYS_";

@@ -24,6 +24,7 @@ export { TopicConfigManager, topicConfigFromJson, type SystemTopicOptions, type 
 export { ConsumerOffsetManager, DelayOffsetManager, type ConsumerOffsetBody, type DelayOffsetBody } from "./metadata-offsets.ts";
 export {
   GROUP_NAME_MAX_CHARS,
+  GROUP_NAME_PATTERN,
   PRE_CREATED_GROUPS,
   SubscriptionGroupManager,
   defaultSubscriptionGroupConfig,

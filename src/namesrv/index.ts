@@ -1,6 +1,7 @@
 export {
   NamesrvController,
   type NamesrvConfigAccess,
+  type NamesrvAdmin,
   type NamesrvInfo,
   type NamesrvOptions,
   type NamesrvRuntimeOptions,

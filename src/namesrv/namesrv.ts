@@ -54,6 +54,16 @@ export interface NamesrvInfo {
   topicRoute(topic: string): TopicRouteData | null;
   /** Requests by code (counts, response codes, latency histogram). */
   requestStats(): RequestStatsSnapshot;
+  /** The admin API's writes: the functions the wire requests use. */
+  admin?(): NamesrvAdmin;
+}
+
+/** The name server's admin operations, each what its wire request does (one implementation). */
+export interface NamesrvAdmin {
+  /** DELETE_TOPIC_IN_NAMESRV: the topic's routes (of one cluster's brokers when named); whether it had any. */
+  deleteTopic(topic: string, clusterName?: string): boolean;
+  /** UPDATE_NAMESRV_CONFIG with a properties text; absent when the process gave the name server no config access. */
+  updateConfig?(properties: string, from: string): Promise<ConfigUpdateOutcome>;
 }
 
 /** What NamesrvController.reconfigure can change while it runs. */
@@ -167,5 +177,12 @@ export class NamesrvController {
     topics: () => this.#routes.getAllTopics(),
     topicRoute: (topic) => this.#routes.getTopicRoute(topic),
     requestStats: () => this.#requestStats.snapshot(),
+    admin: () => {
+      const config = this.#deps.config;
+      return {
+        deleteTopic: (topic, clusterName) => this.#routes.deleteTopic(topic, clusterName),
+        ...(config ? { updateConfig: (properties: string, from: string) => config.update(properties, from) } : {}),
+      };
+    },
   };
 }

@@ -21,7 +21,7 @@ export interface TopicConfig {
 /** Java `TopicValidator.TOPIC_MAX_LENGTH`: the stored record keeps the topic length in one byte. */
 export const TOPIC_NAME_MAX_CHARS = 127;
 
-const TOPIC_NAME_PATTERN = /^[%|a-zA-Z0-9_-]+$/;
+export const TOPIC_NAME_PATTERN = /^[%|a-zA-Z0-9_-]+$/;
 
 /**
  * RocketMQ's topic rules (Java `TopicValidator.validateTopic`); null means valid. The reasons are

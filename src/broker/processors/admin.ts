@@ -51,7 +51,7 @@ import {
   topicStatsBody,
 } from "../admin-bodies.ts";
 import type { BrokerConfigAccess } from "../broker.ts";
-import type { BrokerContext } from "../context.ts";
+import type { BrokerContext, OpRefusal } from "../context.ts";
 import { RebalanceLockManager } from "../rebalance-lock.ts";
 import { type MessageQueue } from "../../protocol/route.ts";
 import { BrokerStats, StatsName } from "../stats.ts";
@@ -99,6 +99,29 @@ export function decodeLockBatchBody(body: Uint8Array | undefined): LockBatchBody
     mqSet.push({ topic: m.topic, brokerName: m.brokerName, queueId });
   }
   return { consumerGroup, clientId, mqSet };
+}
+
+/**
+ * UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (and the admin API's POST/PUT /groups): one
+ * SubscriptionGroupConfig as JSON, missing fields at Java's defaults, created or replaced.
+ */
+export function upsertGroup(ctx: BrokerContext, raw: unknown, from: string): OpRefusal | null {
+  if (ctx.settings.brokerRole === "SLAVE") return { refused: "conflict", code: ResponseCode.SYSTEM_ERROR, remark: SLAVE_REFUSAL };
+  const cfg = subscriptionGroupFromJson(raw);
+  if ("invalid" in cfg) return { refused: "invalid", code: ResponseCode.SYSTEM_ERROR, remark: `bad SubscriptionGroupConfig: ${cfg.invalid}` };
+  const problem = ctx.groups.upsert(cfg);
+  if (problem) return { refused: "invalid", code: ResponseCode.SYSTEM_ERROR, remark: problem };
+  ctx.log.info(`subscription group ${cfg.groupName} updated by ${from}`);
+  return null;
+}
+
+/** DELETE_SUBSCRIPTIONGROUP (and DELETE /groups/:group): the group's config, and its offsets when asked. */
+export function deleteGroup(ctx: BrokerContext, group: string, removeOffset: boolean, from: string): OpRefusal | null {
+  if (ctx.settings.brokerRole === "SLAVE") return { refused: "conflict", code: ResponseCode.SYSTEM_ERROR, remark: SLAVE_REFUSAL };
+  const existed = ctx.groups.delete(group);
+  const offsets = removeOffset ? ctx.consumerOffsets.removeGroup(group) : 0;
+  ctx.log.info(`subscription group ${group} deleted by ${from} (existed: ${existed}, offsets removed: ${offsets})`);
+  return null;
 }
 
 export class AdminProcessor implements RequestProcessor {
@@ -302,23 +325,18 @@ export class AdminProcessor implements RequestProcessor {
     } catch (e) {
       return createResponse(cmd, ResponseCode.SYSTEM_ERROR, `the body is not JSON: ${e instanceof Error ? e.message : String(e)}`);
     }
-    const cfg = subscriptionGroupFromJson(raw);
-    if ("invalid" in cfg) return createResponse(cmd, ResponseCode.SYSTEM_ERROR, `bad SubscriptionGroupConfig: ${cfg.invalid}`);
-    const problem = ctx.groups.upsert(cfg);
-    if (problem) return createResponse(cmd, ResponseCode.SYSTEM_ERROR, problem);
-    ctx.log.info(`subscription group ${cfg.groupName} updated by ${conn.remoteAddress}`);
-    return createResponse(cmd, ResponseCode.SUCCESS);
+    const refused = upsertGroup(ctx, raw, conn.remoteAddress);
+    return refused ? createResponse(cmd, refused.code, refused.remark) : createResponse(cmd, ResponseCode.SUCCESS);
   }
 
   #deleteGroup(conn: RemotingConnection, cmd: RemotingCommand): RemotingCommand {
-    const ctx = this.#ctx;
-    if (ctx.settings.brokerRole === "SLAVE") return createResponse(cmd, ResponseCode.SYSTEM_ERROR, SLAVE_REFUSAL);
-    const group = reqString(cmd.extFields, "groupName");
-    const removeOffset = optBool(cmd.extFields, "removeOffset") ?? false;
-    const existed = ctx.groups.delete(group);
-    const offsets = removeOffset ? ctx.consumerOffsets.removeGroup(group) : 0;
-    ctx.log.info(`subscription group ${group} deleted by ${conn.remoteAddress} (existed: ${existed}, offsets removed: ${offsets})`);
-    return createResponse(cmd, ResponseCode.SUCCESS);
+    const refused = deleteGroup(
+      this.#ctx,
+      reqString(cmd.extFields, "groupName"),
+      optBool(cmd.extFields, "removeOffset") ?? false,
+      conn.remoteAddress,
+    );
+    return refused ? createResponse(cmd, refused.code, refused.remark) : createResponse(cmd, ResponseCode.SUCCESS);
   }
 
   #lockBatch(cmd: RemotingCommand): RemotingCommand {

@@ -41,7 +41,7 @@ import {
 } from "../../remoting/index.ts";
 import { mqJson } from "../admin-bodies.ts";
 import type { ClientChannel } from "../client-manager.ts";
-import type { BrokerContext } from "../context.ts";
+import type { BrokerContext, OpRefusal } from "../context.ts";
 import type { MessageQueue } from "../../protocol/route.ts";
 
 /** Java Broker2Client.callClient's wait for a forwarded request. */
@@ -51,6 +51,104 @@ export const CONSUMER_STATUS_TIMEOUT_MS = 5_000;
 
 const decoder = new TextDecoder();
 const encoder = new TextEncoder();
+
+/** What to reset: INVOKE_BROKER_TO_RESET_OFFSET's header, or the admin API's POST /groups/:group/reset-offset. */
+export interface ResetOffsetRequest {
+  topic: string;
+  group: string;
+  /** Each queue to its offset at this time (ms); -1 = each queue's end. Used when `offsets` is absent. */
+  timestamp?: number;
+  /** Explicit targets by queue id (clamped to the queue's [min, max]); a queue not named keeps its offset. */
+  offsets?: ReadonlyMap<number, number>;
+  /** Timestamp targets: move forward too (false: only back, a queue already consumed below stays). */
+  force: boolean;
+  /**
+   * false (the wire): the consumers online are told and must exist, the stored offsets are theirs
+   * to commit. true (the admin API): the new offsets are also committed here, as mqadmin does with
+   * UPDATE_CONSUMER_OFFSET when no consumer is online, and the consumers online are told.
+   */
+  commit: boolean;
+  from: string;
+}
+
+export interface ResetOffsetDone {
+  /** The new offset of every write queue. */
+  table: [MessageQueue, number][];
+  /** Consumers told (RESET_CONSUMER_CLIENT_OFFSET). */
+  clients: number;
+  /** The ResetOffsetBody answered on the wire. */
+  body: Uint8Array;
+}
+
+const refusal = (refused: OpRefusal["refused"], code: number, remark: string): OpRefusal => ({ refused, code, remark });
+
+/** The target of each write queue, or why there is none. */
+function resetTargets(ctx: BrokerContext, r: ResetOffsetRequest): [MessageQueue, number][] | OpRefusal {
+  const { topic, group } = r;
+  const tc = ctx.topics.get(topic);
+  if (!tc) return refusal("not_found", ResponseCode.SYSTEM_ERROR, `[reset-offset] reset offset failed, no topic in this broker. topic=${topic}`);
+  for (const q of r.offsets?.keys() ?? []) {
+    if (q >= tc.writeQueueNums)
+      return refusal("invalid", ResponseCode.SYSTEM_ERROR, `queue ${q} of ${topic} does not exist (${tc.writeQueueNums} write queues)`);
+  }
+  const table: [MessageQueue, number][] = [];
+  for (let q = 0; q < tc.writeQueueNums; q++) {
+    const consumed = ctx.consumerOffsets.query(group, topic, q);
+    if (consumed === -1) return refusal("not_found", ResponseCode.SYSTEM_ERROR, `THe consumer group <${group}> not exist`);
+    let target: number;
+    if (r.offsets) {
+      const asked = r.offsets.get(q);
+      target =
+        asked === undefined ? consumed : Math.min(Math.max(asked, ctx.store.getMinOffsetInQueue(topic, q)), ctx.store.getMaxOffsetInQueue(topic, q));
+    } else {
+      const ts = r.timestamp ?? -1;
+      target = ts === -1 ? ctx.store.getMaxOffsetInQueue(topic, q) : ctx.store.getOffsetInQueueByTime(topic, q, ts);
+      if (target < 0) target = 0;
+      if (!r.force && target >= consumed) target = consumed;
+    }
+    table.push([mqJson(topic, ctx.settings.brokerName, q), target]);
+  }
+  return table;
+}
+
+/**
+ * INVOKE_BROKER_TO_RESET_OFFSET (Java Broker2Client.resetOffset): the new offset of every write
+ * queue, sent to every consumer of the group online (RESET_CONSUMER_CLIENT_OFFSET, oneway; a CPP
+ * client gets ResetOffsetBodyForC), and with `commit` stored in the broker's offset table.
+ */
+export function resetOffsets(ctx: BrokerContext, r: ResetOffsetRequest): ResetOffsetDone | OpRefusal {
+  const { topic, group } = r;
+  const table = resetTargets(ctx, r);
+  if ("refused" in table) return table;
+  const channels = ctx.consumers.channels(group);
+  if (channels.length === 0 && !r.commit) {
+    const remark = `Consumer not online, so can not reset offset, Group: ${group} Topic: ${topic} Timestamp: ${r.timestamp ?? -1}`;
+    return refusal("conflict", ResponseCode.CONSUMER_NOT_ONLINE, remark);
+  }
+  if (r.commit) {
+    for (const [mq, offset] of table) {
+      const problem = ctx.consumerOffsets.commit(group, topic, mq.queueId, offset);
+      if (problem) return refusal("invalid", ResponseCode.SYSTEM_ERROR, problem);
+    }
+  }
+  const body = encoder.encode(`{"offsetTable":${objectKeyedJson(table)}}`);
+  const header = { topic, group, timestamp: String(r.timestamp ?? -1), isForce: String(r.force) };
+  for (const ch of channels) {
+    const forC = ch.language === "CPP";
+    const b = forC
+      ? encoder.encode(
+          JSON.stringify({
+            offsetTable: table.map(([mq, offset]) => ({ brokerName: mq.brokerName, offset, queueId: mq.queueId, topic: mq.topic })),
+          }),
+        )
+      : body;
+    ch.conn.invokeOneway(createRequest(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, header, b));
+  }
+  const to = r.offsets ? "the offsets given" : String(r.timestamp ?? -1);
+  const stored = r.commit ? ", stored" : "";
+  ctx.log.info(`reset offsets of ${group} on ${topic} to ${to} (force ${r.force}${stored}) by ${r.from}: ${channels.length} client(s) told`);
+  return { table, clients: channels.length, body };
+}
 
 export class BrokerToClientProcessor implements RequestProcessor {
   readonly #ctx: BrokerContext;
@@ -80,47 +178,17 @@ export class BrokerToClientProcessor implements RequestProcessor {
   }
 
   #resetOffset(conn: RemotingConnection, cmd: RemotingCommand): RemotingCommand {
-    const ctx = this.#ctx;
     const ext = cmd.extFields;
-    const topic = reqString(ext, "topic");
-    const group = reqString(ext, "group");
-    const timestamp = reqInt(ext, "timestamp");
-    const force = optBool(ext, "isForce") ?? false;
-    const tc = ctx.topics.get(topic);
-    if (!tc) return createResponse(cmd, ResponseCode.SYSTEM_ERROR, `[reset-offset] reset offset failed, no topic in this broker. topic=${topic}`);
-    const table: [MessageQueue, number][] = [];
-    for (let q = 0; q < tc.writeQueueNums; q++) {
-      const consumed = ctx.consumerOffsets.query(group, topic, q);
-      if (consumed === -1) return createResponse(cmd, ResponseCode.SYSTEM_ERROR, `THe consumer group <${group}> not exist`);
-      let target = timestamp === -1 ? ctx.store.getMaxOffsetInQueue(topic, q) : ctx.store.getOffsetInQueueByTime(topic, q, timestamp);
-      if (target < 0) target = 0;
-      table.push([mqJson(topic, ctx.settings.brokerName, q), force || target < consumed ? target : consumed]);
-    }
-    const channels = ctx.consumers.channels(group);
-    if (channels.length === 0) {
-      return createResponse(
-        cmd,
-        ResponseCode.CONSUMER_NOT_ONLINE,
-        `Consumer not online, so can not reset offset, Group: ${group} Topic: ${topic} Timestamp: ${timestamp}`,
-      );
-    }
-    const body = encoder.encode(`{"offsetTable":${objectKeyedJson(table)}}`);
-    const header = { topic, group, timestamp: String(timestamp), isForce: String(force) };
-    for (const ch of channels) {
-      const forC = ch.language === "CPP";
-      const b = forC
-        ? encoder.encode(
-            JSON.stringify({
-              offsetTable: table.map(([mq, offset]) => ({ brokerName: mq.brokerName, offset, queueId: mq.queueId, topic: mq.topic })),
-            }),
-          )
-        : body;
-      ch.conn.invokeOneway(createRequest(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, header, b));
-    }
-    ctx.log.info(
-      `reset offsets of ${group} on ${topic} to ${timestamp} (force ${force}) by ${conn.remoteAddress}: ${channels.length} client(s) told`,
-    );
-    return createResponse(cmd, ResponseCode.SUCCESS, undefined, undefined, body);
+    const done = resetOffsets(this.#ctx, {
+      topic: reqString(ext, "topic"),
+      group: reqString(ext, "group"),
+      timestamp: reqInt(ext, "timestamp"),
+      force: optBool(ext, "isForce") ?? false,
+      commit: false,
+      from: conn.remoteAddress,
+    });
+    if ("refused" in done) return createResponse(cmd, done.code, done.remark);
+    return createResponse(cmd, ResponseCode.SUCCESS, undefined, undefined, done.body);
   }
 
   async #consumerStatus(cmd: RemotingCommand): Promise<RemotingCommand> {

@@ -51,33 +51,25 @@ export class QueryMessageProcessor implements RequestProcessor {
 
   #query(cmd: RemotingCommand): RemotingCommand {
     const ext = cmd.extFields;
-    const topic = reqString(ext, "topic");
-    const key = reqString(ext, "key");
-    const asked = reqInt(ext, "maxNum");
-    const begin = reqInt(ext, "beginTimestamp");
-    const end = reqInt(ext, "endTimestamp");
-    const unique = optString(ext, UNIQUE_KEY_QUERY_FLAG) === "true";
-    const maxNum = Math.min(unique ? UNIQUE_KEY_QUERY_MAX_NUM : asked, QUERY_MESSAGE_MAX_NUM);
-    const r = this.#ctx.store.queryMessage(topic, key, Math.max(0, maxNum), begin, end);
+    const r = queryMessagesByKey(this.#ctx, {
+      topic: reqString(ext, "topic"),
+      key: reqString(ext, "key"),
+      maxNum: reqInt(ext, "maxNum"),
+      beginTimestamp: reqInt(ext, "beginTimestamp"),
+      endTimestamp: reqInt(ext, "endTimestamp"),
+      uniqueKey: optString(ext, UNIQUE_KEY_QUERY_FLAG) === "true",
+    });
     const header = {
       indexLastUpdateTimestamp: String(r.indexLastUpdateTimestamp),
       indexLastUpdatePhyoffset: String(r.indexLastUpdatePhyoffset),
     };
-    const records: Uint8Array[] = [];
-    let size = 0;
-    for (const m of r.messages) {
-      if (records.length > 0 && size + m.length > QUERY_MESSAGE_BODY_MAX_BYTES) break;
-      records.push(m);
-      size += m.length;
-    }
-    records.sort((x, y) => readPhysicalOffset(x, 0) - readPhysicalOffset(y, 0));
-    if (records.length === 0) {
+    if (r.records.length === 0) {
       return createResponse(cmd, ResponseCode.QUERY_NOT_FOUND, "can not find message, maybe time range not correct", header);
     }
     // A copy: the records are views of mapped segments, which may be released once we return.
-    const body = new Uint8Array(size);
+    const body = new Uint8Array(r.records.reduce((n, m) => n + m.length, 0));
     let pos = 0;
-    for (const m of records) {
+    for (const m of r.records) {
       body.set(m, pos);
       pos += m.length;
     }
@@ -86,12 +78,54 @@ export class QueryMessageProcessor implements RequestProcessor {
 
   #view(cmd: RemotingCommand): RemotingCommand {
     const offset = reqInt(cmd.extFields, "offset");
-    const bytes = offset >= 0 ? this.#ctx.store.selectOneMessageByOffset(offset) : undefined;
-    // The offset comes from a client: only a whole record that starts exactly there is an answer.
-    const r = bytes ? decodeRecordAt(bytes, 0, { checkCrc: false, readBody: false }) : null;
-    if (!bytes || !r || !("totalSize" in r) || r.totalSize !== bytes.length || r.physicalOffset !== offset) {
-      return createResponse(cmd, ResponseCode.SYSTEM_ERROR, `can not find message by the offset, ${offset}`);
-    }
+    const bytes = viewMessage(this.#ctx, offset);
+    if (!bytes) return createResponse(cmd, ResponseCode.SYSTEM_ERROR, `can not find message by the offset, ${offset}`);
     return createResponse(cmd, ResponseCode.SUCCESS, undefined, undefined, bytes.slice());
   }
+}
+
+/** QUERY_MESSAGE's header (and GET /messages?topic=&key=). */
+export interface KeyQuery {
+  topic: string;
+  key: string;
+  maxNum: number;
+  beginTimestamp: number;
+  endTimestamp: number;
+  /** The key is a client unique id (UNIQ_KEY), not one of the message's KEYS. */
+  uniqueKey: boolean;
+}
+
+/**
+ * QUERY_MESSAGE: the stored records of `topic` with `key`, through the IndexFiles — at most
+ * QUERY_MESSAGE_MAX_NUM (UNIQUE_KEY_QUERY_MAX_NUM for a unique key), the newest, in CommitLog
+ * order, and no more than QUERY_MESSAGE_BODY_MAX_BYTES together (at least one). Views of mapped
+ * segments: copy them before the turn ends.
+ */
+export function queryMessagesByKey(
+  ctx: BrokerContext,
+  q: KeyQuery,
+): { records: Uint8Array[]; indexLastUpdateTimestamp: number; indexLastUpdatePhyoffset: number } {
+  const maxNum = Math.min(q.uniqueKey ? UNIQUE_KEY_QUERY_MAX_NUM : q.maxNum, QUERY_MESSAGE_MAX_NUM);
+  const r = ctx.store.queryMessage(q.topic, q.key, Math.max(0, maxNum), q.beginTimestamp, q.endTimestamp);
+  const records: Uint8Array[] = [];
+  let size = 0;
+  for (const m of r.messages) {
+    if (records.length > 0 && size + m.length > QUERY_MESSAGE_BODY_MAX_BYTES) break;
+    records.push(m);
+    size += m.length;
+  }
+  records.sort((x, y) => readPhysicalOffset(x, 0) - readPhysicalOffset(y, 0));
+  return { records, indexLastUpdateTimestamp: r.indexLastUpdateTimestamp, indexLastUpdatePhyoffset: r.indexLastUpdatePhyoffset };
+}
+
+/**
+ * VIEW_MESSAGE_BY_ID: the record that starts exactly at CommitLog `offset` (decoded from an
+ * offset message id), or undefined. A view of a mapped segment.
+ */
+export function viewMessage(ctx: BrokerContext, offset: number): Uint8Array | undefined {
+  const bytes = offset >= 0 ? ctx.store.selectOneMessageByOffset(offset) : undefined;
+  // The offset comes from a client: only a whole record that starts exactly there is an answer.
+  const r = bytes ? decodeRecordAt(bytes, 0, { checkCrc: false, readBody: false }) : null;
+  if (!bytes || !r || !("totalSize" in r) || r.totalSize !== bytes.length || r.physicalOffset !== offset) return undefined;
+  return bytes;
 }

@@ -122,6 +122,24 @@ export function parseSendHeader(cmd: RemotingCommand, now: () => number = Date.n
 
 type Refusal = { code: number; remark: string };
 
+const EMPTY_BODY = new Uint8Array(0);
+
+/** One send after its header was read: from the wire, or from the admin API (POST /messages). */
+export interface SendInput {
+  header: SendHeader;
+  body: Uint8Array;
+  /** SEND_BATCH_MESSAGE with batch set: the body is a batch of messages. */
+  batch: boolean;
+  bornHost: HostAddress;
+  /** Who sent it, for remarks (the peer's address). */
+  from: string;
+  /** The request's protocol version (a retry's max reconsume times is read from the header from 3.4.9 on). */
+  version: number;
+}
+
+/** Refused before the store (the wire code and remark), or the store's result and the queue addressed. */
+export type SendOutcome = Refusal | { result: PutMessageResult; queueId: number };
+
 /** A slave takes no writes (sends, send-backs, replies). */
 export function slaveRefusal(s: BrokerSettings): Refusal | null {
   if (s.brokerRole === "SLAVE")
@@ -164,106 +182,134 @@ export class SendMessageProcessor implements RequestProcessor {
   }
 
   async #send(conn: RemotingConnection, cmd: RemotingCommand): Promise<RemotingCommand> {
+    const h = parseSendHeader(cmd, this.#ctx.now);
+    const out = await this.send({
+      header: h,
+      body: cmd.body ?? EMPTY_BODY,
+      batch: h.batch && cmd.code === RequestCode.SEND_BATCH_MESSAGE,
+      bornHost: peerHost(conn),
+      from: conn.remoteAddress,
+      version: cmd.version,
+    });
+    if ("code" in out) return createResponse(cmd, out.code, out.remark);
+    return this.#response(cmd, out.result, out.queueId);
+  }
+
+  /**
+   * The send path after the header (SEND_MESSAGE, SEND_MESSAGE_V2, SEND_BATCH_MESSAGE, and the
+   * admin API's POST /messages): the checks in Java's order, then the store. Like Java, the
+   * outcome names the queue the producer addressed (or the one picked for it), even when the
+   * message was parked in SCHEDULE_TOPIC_XXXX or redirected to the DLQ.
+   */
+  async send(i: SendInput): Promise<SendOutcome> {
     const ctx = this.#ctx;
-    const h = parseSendHeader(cmd, ctx.now);
+    const target = this.#target(i);
+    if ("code" in target) return target;
+    const { tc, queueId } = target;
+    const max = ctx.settings.maxMessageSizeBytes;
+    if (i.body.length > max) {
+      return {
+        code: ResponseCode.MESSAGE_ILLEGAL,
+        remark: `${i.batch ? "batch" : "message"} body is ${i.body.length} bytes, over maxMessageSizeBytes ${max}`,
+      };
+    }
+    let reqs: PutMessageRequest[] | Refusal;
+    if (i.batch) {
+      reqs = this.#batchRequests(i, queueId);
+    } else {
+      const props = parseProperties(i.header.properties);
+      if (isTransactionPrepare(props, i.header.sysFlag, i.header.reconsumeTimes)) return this.#prepare(i, queueId, props);
+      reqs = this.#singleRequest(i, tc, queueId, props);
+    }
+    if ("code" in reqs) return reqs;
+    const result = await ctx.store.putMessages(reqs);
+    wakePulls(ctx, reqs, result);
+    return { result, queueId };
+  }
+
+  /** Role, topic name, topic (found or auto-created), queue id, writable; the queue to store in. */
+  #target(i: SendInput): { tc: TopicConfig; queueId: number } | Refusal {
+    const h = i.header;
     const refused = slaveRefusal(this.#ctx.settings) ?? this.#checkTopicName(h.topic);
-    if (refused) return createResponse(cmd, refused.code, refused.remark);
+    if (refused) return refused;
     const tc = this.#findOrCreateTopic(h);
-    if ("code" in tc) return createResponse(cmd, tc.code, tc.remark);
+    if ("code" in tc) return tc;
     const queueNums = Math.max(tc.readQueueNums, tc.writeQueueNums);
     if (h.queueId >= queueNums) {
-      return createResponse(
-        cmd,
-        ResponseCode.SYSTEM_ERROR,
-        `request queueId[${h.queueId}] is illegal, ${h.topic} has ${queueNums} queues, producer: ${conn.remoteAddress}`,
-      );
+      return {
+        code: ResponseCode.SYSTEM_ERROR,
+        remark: `request queueId[${h.queueId}] is illegal, ${h.topic} has ${queueNums} queues, producer: ${i.from}`,
+      };
     }
     if (!isWriteable(tc.perm)) {
-      return createResponse(
-        cmd,
-        ResponseCode.NO_PERMISSION,
-        `the topic[${h.topic}] sending message is forbidden: its perm ${tc.perm} is not writable`,
-      );
+      return { code: ResponseCode.NO_PERMISSION, remark: `the topic[${h.topic}] sending message is forbidden: its perm ${tc.perm} is not writable` };
     }
-    const queueId = h.queueId < 0 ? Math.floor(Math.random() * Math.max(1, tc.writeQueueNums)) : h.queueId;
-    const bornHost = peerHost(conn);
-    const body = cmd.body ?? new Uint8Array(0);
+    return { tc, queueId: h.queueId < 0 ? Math.floor(Math.random() * Math.max(1, tc.writeQueueNums)) : h.queueId };
+  }
 
-    let reqs: PutMessageRequest[];
-    if (h.batch && cmd.code === RequestCode.SEND_BATCH_MESSAGE) {
-      if (body.length > ctx.settings.maxMessageSizeBytes) {
-        return createResponse(
-          cmd,
-          ResponseCode.MESSAGE_ILLEGAL,
-          `batch body is ${body.length} bytes, over maxMessageSizeBytes ${ctx.settings.maxMessageSizeBytes}`,
-        );
-      }
-      if (h.topic.startsWith(RETRY_GROUP_TOPIC_PREFIX))
-        return createResponse(cmd, ResponseCode.MESSAGE_ILLEGAL, "batch messages cannot be sent to a retry topic");
-      const entries = decodeMessageBatch(body);
-      if ("invalid" in entries) return createResponse(cmd, ResponseCode.MESSAGE_ILLEGAL, `batch body does not decode: ${entries.invalid}`);
-      const batchProps = parseProperties(h.properties);
-      reqs = [];
-      for (const e of entries) {
-        const props = { ...parseProperties(e.properties), ...withoutWait(batchProps) };
-        if (props[MessageConst.DELAY] && Number(props[MessageConst.DELAY]) > 0) {
-          return createResponse(cmd, ResponseCode.MESSAGE_ILLEGAL, "batch messages cannot be delayed");
-        }
-        reqs.push(this.#request(h, h.topic, queueId, e.flag, e.body, props, bornHost, batchProps[MessageConst.WAIT] !== "false"));
-      }
-    } else {
-      if (body.length > ctx.settings.maxMessageSizeBytes) {
-        return createResponse(
-          cmd,
-          ResponseCode.MESSAGE_ILLEGAL,
-          `message body is ${body.length} bytes, over maxMessageSizeBytes ${ctx.settings.maxMessageSizeBytes}`,
-        );
-      }
-      const props = parseProperties(h.properties);
-      if (isTransactionPrepare(props, h.sysFlag, h.reconsumeTimes)) {
-        if (!this.#tx) {
-          const remark = `the broker[${ctx.settings.brokerName}] sending transaction message is forbidden: transactions are not supported`;
-          return createResponse(cmd, ResponseCode.NO_PERMISSION, remark);
-        }
-        // A half message: parked in the half topic (never delayed, never seen by consumers)
-        // until END_TRANSACTION or a check-back decides. The answer names the producer's queue
-        // and the half queue offset, which END_TRANSACTION sends back as tranStateTableOffset.
-        const req = this.#tx.prepare(
-          this.#request(h, h.topic, queueId, h.flag, body, withoutWait(props), bornHost, props[MessageConst.WAIT] !== "false"),
-          h.producerGroup,
-        );
-        const result = await ctx.store.putMessages([req]);
-        if (result.appended.length > 0) ctx.stats.recordPut(1, body.length, h.topic);
-        return this.#response(cmd, result, queueId);
-      }
-      const wait = props[MessageConst.WAIT] !== "false";
-      // WAIT steers only this send; Java drops it from the stored string. `props` is this
-      // request's own parse, so it is dropped in place (no copy on the hot path).
-      delete props[MessageConst.WAIT];
-      let topic = h.topic;
-      let qid = queueId;
-      let dlq = false;
-      if (topic.startsWith(RETRY_GROUP_TOPIC_PREFIX)) {
-        const redirect = this.#retryRedirect(topic, h.reconsumeTimes, h.maxReconsumeTimes, cmd.version);
-        if ("code" in redirect) return createResponse(cmd, redirect.code, redirect.remark);
-        if (redirect.dlq) {
-          topic = redirect.dlq;
-          qid = 0;
-          dlq = true;
-          // Java's setDelayTimeLevel(0): a dead letter is stored at once, never parked.
-          delete props[MessageConst.DELAY];
-        }
-      }
-      let req = this.#request(h, topic, qid, h.flag, body, props, bornHost, wait);
-      if (tc.topicFilterType === "MULTI_TAG") req.sysFlag |= SysFlag.MULTI_TAGS;
-      if (!dlq) req = this.#schedule?.divert(req, props) ?? req;
-      reqs = [req];
+  #batchRequests(i: SendInput, queueId: number): PutMessageRequest[] | Refusal {
+    const h = i.header;
+    if (h.topic.startsWith(RETRY_GROUP_TOPIC_PREFIX))
+      return { code: ResponseCode.MESSAGE_ILLEGAL, remark: "batch messages cannot be sent to a retry topic" };
+    const entries = decodeMessageBatch(i.body);
+    if ("invalid" in entries) return { code: ResponseCode.MESSAGE_ILLEGAL, remark: `batch body does not decode: ${entries.invalid}` };
+    const batchProps = parseProperties(h.properties);
+    const reqs: PutMessageRequest[] = [];
+    for (const e of entries) {
+      const props = { ...parseProperties(e.properties), ...withoutWait(batchProps) };
+      if (props[MessageConst.DELAY] && Number(props[MessageConst.DELAY]) > 0)
+        return { code: ResponseCode.MESSAGE_ILLEGAL, remark: "batch messages cannot be delayed" };
+      reqs.push(this.#request(h, h.topic, queueId, e.flag, e.body, props, i.bornHost, batchProps[MessageConst.WAIT] !== "false"));
     }
-    const result = await ctx.store.putMessages(reqs);
-    wakePulls(this.#ctx, reqs, result);
-    // Like Java, the answer names the queue the producer addressed (or the one picked for it),
-    // even when the message was parked in SCHEDULE_TOPIC_XXXX or redirected to the DLQ.
-    return this.#response(cmd, result, queueId);
+    return reqs;
+  }
+
+  /**
+   * A half message: parked in the half topic (never delayed, never seen by consumers) until
+   * END_TRANSACTION or a check-back decides. The answer names the producer's queue and the half
+   * queue offset, which END_TRANSACTION sends back as tranStateTableOffset.
+   */
+  async #prepare(i: SendInput, queueId: number, props: Record<string, string>): Promise<SendOutcome> {
+    const ctx = this.#ctx;
+    const h = i.header;
+    if (!this.#tx) {
+      return {
+        code: ResponseCode.NO_PERMISSION,
+        remark: `the broker[${ctx.settings.brokerName}] sending transaction message is forbidden: transactions are not supported`,
+      };
+    }
+    const wait = props[MessageConst.WAIT] !== "false";
+    const req = this.#tx.prepare(this.#request(h, h.topic, queueId, h.flag, i.body, withoutWait(props), i.bornHost, wait), h.producerGroup);
+    const result = await ctx.store.putMessages([req]);
+    if (result.appended.length > 0) ctx.stats.recordPut(1, i.body.length, h.topic);
+    return { result, queueId };
+  }
+
+  /** One message: retry past its max → DLQ, MULTI_TAG, delayed → SCHEDULE_TOPIC_XXXX. */
+  #singleRequest(i: SendInput, tc: TopicConfig, queueId: number, props: Record<string, string>): PutMessageRequest[] | Refusal {
+    const h = i.header;
+    const wait = props[MessageConst.WAIT] !== "false";
+    // WAIT steers only this send; Java drops it from the stored string. `props` is this
+    // request's own parse, so it is dropped in place (no copy on the hot path).
+    delete props[MessageConst.WAIT];
+    let topic = h.topic;
+    let qid = queueId;
+    let dlq = false;
+    if (topic.startsWith(RETRY_GROUP_TOPIC_PREFIX)) {
+      const redirect = this.#retryRedirect(topic, h.reconsumeTimes, h.maxReconsumeTimes, i.version);
+      if ("code" in redirect) return redirect;
+      if (redirect.dlq) {
+        topic = redirect.dlq;
+        qid = 0;
+        dlq = true;
+        // Java's setDelayTimeLevel(0): a dead letter is stored at once, never parked.
+        delete props[MessageConst.DELAY];
+      }
+    }
+    let req = this.#request(h, topic, qid, h.flag, i.body, props, i.bornHost, wait);
+    if (tc.topicFilterType === "MULTI_TAG") req.sysFlag |= SysFlag.MULTI_TAGS;
+    if (!dlq) req = this.#schedule?.divert(req, props) ?? req;
+    return [req];
   }
 
   #request(
