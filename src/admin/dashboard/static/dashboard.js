@@ -146,11 +146,14 @@
       ev.preventDefault();
       var t = form.elements.token.value.trim();
       var out = form.querySelector(".result");
+      // The answer is read to its end before leaving the page (a navigation would cut it off).
       fetch("/ui/session", { headers: { Authorization: "Bearer " + t } }).then(function (r) {
-        if (!r.ok) return result(out, false, "That is not the admin token.");
-        setToken(t);
-        var next = params.get("next") || "/ui/";
-        location.assign(next.charAt(0) === "/" && next.charAt(1) !== "/" ? next : "/ui/");
+        return r.text().then(function () {
+          if (!r.ok) return result(out, false, "That is not the admin token.");
+          setToken(t);
+          var next = params.get("next") || "/ui/";
+          location.assign(next.charAt(0) === "/" && next.charAt(1) !== "/" ? next : "/ui/");
+        });
       });
     });
   };
@@ -338,6 +341,7 @@
       if (old) old.plot.destroy();
       box.textContent = "";
       if (history.times.length < 2) box.appendChild(el("p", { class: "empty", text: "Collecting samples: one every 10 s." }));
+      if (history.times.length === 0) return;
       var opts = {
         width: Math.max(300, box.clientWidth - 16),
         height: 220,
@@ -347,7 +351,14 @@
           }),
         ),
         axes: [{}, { size: 60 }],
+        // Always the last hour up to the newest point, whatever has been sampled so far.
         scales: {
+          x: {
+            time: true,
+            range: function (u, min, max) {
+              return [max - 3600, max];
+            },
+          },
           y: {
             range: function (u, min, max) {
               return [0, Math.max(1, max)];
