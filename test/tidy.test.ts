@@ -25,9 +25,10 @@ function walk(dir: string, exts: readonly string[] = [".ts"]): string[] {
 }
 
 /** Text files that may cite a document: code, test sources and the golden files beside them, configs, units. */
-const CITING_EXTS = [".ts", ".java", ".go", ".json", ".hex", ".yaml", ".yml", ".service", ".xml", ".sh"];
+const CITING_EXTS = [".ts", ".tsx", ".java", ".go", ".json", ".hex", ".yaml", ".yml", ".service", ".xml", ".sh"];
 
-const files = walk(SRC);
+// .tsx: the dashboard's pages (Hono JSX, src/admin/dashboard/); the same rules apply to them.
+const files = walk(SRC, [".ts", ".tsx"]);
 const sources = files.filter((f) => !f.endsWith(".test.ts") && !f.endsWith(".suite.ts") && !f.includes("test-support"));
 const text = new Map(files.map((f) => [f, readFileSync(f, "utf8")]));
 const rel = (f: string) => relative(ROOT, f);
@@ -304,9 +305,10 @@ describe("tidy", () => {
 
   test("every source file is imported by something (or is an entry point)", () => {
     // Entry points: the binary's main, and each module's public surface (index.ts).
-    const entries = new Set([join(SRC, "server.ts"), ...sources.filter((f) => f.endsWith("/index.ts"))]);
+    // Declaration files (.d.ts) are read by the compiler, never imported.
+    const entries = new Set([join(SRC, "server.ts"), ...sources.filter((f) => f.endsWith("/index.ts") || f.endsWith(".d.ts"))]);
     const imported = new Set<string>();
-    for (const f of files) for (const imp of imports(f)) imported.add(imp.endsWith(".ts") ? imp : `${imp}.ts`);
+    for (const f of files) for (const imp of imports(f)) imported.add(/\.tsx?$/.test(imp) ? imp : `${imp}.ts`);
     const orphans = sources.filter((f) => !entries.has(f) && !imported.has(f));
     expect(orphans.map(rel)).toEqual([]);
   });

@@ -21,6 +21,7 @@
  *                    latency histogram with cumulative `le` buckets, sum, p50/p99), from the
  *                    request pipeline's stats hook; the broker's counts both of its ports
  *   GET /metrics                     every role: Prometheus text format (routes/metrics.ts, mounted in openapi-app.ts)
+ *   dashboard:   / and /ui/... (HTML pages), GET /clients, GET /stats/history (routes/dashboard.tsx)
  * Writes call the functions the wire requests' processors call (BrokerAdmin, NamesrvAdmin).
  * In standalone, the name server routes live under /namesrv/ so that broker routes (which arrive
  * with the broker) own the root paths.
@@ -28,6 +29,7 @@
 import { Hono } from "hono";
 import type { BrokerInfo } from "../broker/index.ts";
 import type { NamesrvInfo } from "../namesrv/index.ts";
+import { TrafficSampler } from "./dashboard/sampler.ts";
 import { ApiError } from "./errors.ts";
 
 export interface AdminAppDeps {
@@ -57,9 +59,12 @@ export type AdminReloadOutcome =
 export function buildAdminApp(deps: AdminAppDeps): Hono {
   type Fetch = (req: Request, env: object | undefined) => Response | Promise<Response>;
   let real: Promise<Fetch> | undefined;
+  // The dashboard's last hour is sampled from the start, not from the first request.
+  const sampler = deps.broker ? new TrafficSampler(deps.broker) : undefined;
+  sampler?.start();
   const load = () =>
     (real ??= import("./openapi-app.ts").then((m) => {
-      const api = m.buildOpenApiApp(deps);
+      const api = m.buildOpenApiApp(deps, sampler);
       return (req: Request, env: object | undefined) => api.fetch(req, env);
     }));
   const app = new Hono();

@@ -13,10 +13,12 @@ import { ApiError } from "./errors.ts";
 import { brokerRoutes } from "./routes/broker.ts";
 import { brokerWriteRoutes } from "./routes/broker-write.ts";
 import { messageRoutes } from "./routes/messages.ts";
+import { dashboardRoutes } from "./routes/dashboard.tsx";
 import { metricsRoutes } from "./routes/metrics.ts";
 import { namesrvRoutes } from "./routes/namesrv.ts";
 import { processRoutes, type ProcessDeps } from "./routes/process.ts";
 import type { AdminAppDeps } from "./app.ts";
+import type { TrafficSampler } from "./dashboard/sampler.ts";
 
 /** A request that does not match its route's schema: 400 naming each problem (where, what). */
 function validationHook(result: {
@@ -49,7 +51,7 @@ function apiErrorOf(e: Error): ApiError {
   return new ApiError("INTERNAL", { detail: e.message });
 }
 
-export function buildOpenApiApp(deps: AdminAppDeps): OpenAPIHono {
+export function buildOpenApiApp(deps: AdminAppDeps, sampler?: TrafficSampler): OpenAPIHono {
   const app = new OpenAPIHono({ defaultHook: validationHook });
   app.use("*", adminAuth(deps.token ?? (() => "")));
   const { role, version, startedAt, config, reload } = deps;
@@ -79,6 +81,8 @@ export function buildOpenApiApp(deps: AdminAppDeps): OpenAPIHono {
     app.route("/namesrv", routes);
     if (deps.namesrvAtRoot) app.route("/", routes);
   }
+  // The dashboard's pages (/ and /ui/...) and the two JSON reads it adds: outside the document.
+  app.route("/", dashboardRoutes(deps, sampler));
   describe(app, version);
   const allowed = methodsByPath(app);
   app.notFound((c) => {

@@ -51,6 +51,7 @@ import { brokerAdmin, type BrokerAdmin } from "./admin-api.ts";
 import { parseDelayLevels } from "../protocol/delay-levels.ts";
 import { ensureScheduleTopic, ScheduleMessageService } from "./schedule/schedule-message-service.ts";
 import { TransactionalMessageService, type TransactionStats } from "./transaction/transactional-message-service.ts";
+import { clientsView, trafficCounters, type ClientsView, type TrafficCounters } from "./dashboard-info.ts";
 
 /**
  * The broker's configuration: the schema's broker, store and remoting sections exactly as loaded
@@ -129,6 +130,10 @@ const MASTER_OFFSET_POLL_MS = 1000;
 const EARLY_SYNC_MIN_INTERVAL_MS = 1000;
 
 export interface BrokerInfo {
+  /** Producer and consumer groups with their member connections (the dashboard, ./dashboard-info.ts). */
+  clients(): ClientsView;
+  /** Messages stored per topic and pulled per topic@group since start (the dashboard's charts sample them). */
+  traffic(): TrafficCounters;
   replication(): ReplicationInfo;
   settings(): BrokerSettings;
   topics(): TopicConfig[];
@@ -676,6 +681,8 @@ export class BrokerController {
   }
 
   readonly info: BrokerInfo = {
+    clients: () => clientsView(this.#need()),
+    traffic: () => trafficCounters(this.#need()),
     replication: () => {
       const role = this.#o.broker.brokerRole;
       if (role !== "SLAVE") return { role, slaves: this.#ha.status() };

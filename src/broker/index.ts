@@ -18,6 +18,9 @@ export type {
   TopicKind,
 } from "./metrics-state.ts";
 export type { BrokerStatsSnapshot } from "./stats.ts";
+export type { ClientsView, ClientConnectionView, ConsumerGroupView, TrafficCounters } from "./dashboard-info.ts";
+export { AUTO_CREATE_TOPIC, DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX, isNotAllowedSendTopic } from "../protocol/topics.ts";
+export type { TopicConfig } from "../protocol/topics.ts";
 export {
   QUEUE_READ_MAX_NUM,
   type AdminResetOffset,

@@ -295,6 +295,11 @@ export class KeyedStats {
     for (const [key, item] of set) visit(key, item.value, item.view(now).statsMinute);
   }
 
+  /** Every key of `name` with its total since start (the dashboard's charts sample these). */
+  totals(name: StatsName): [string, number][] {
+    return [...(this.#sets.get(name) ?? [])].map(([key, item]) => [key, item.value]);
+  }
+
   /** Messages per second over the last minute (Java tpsGroupGetNums and friends); 0 if unknown. */
   minuteTps(name: StatsName, key: string): number {
     return this.view(name, key)?.statsMinute.tps ?? 0;
