@@ -24,7 +24,8 @@
  *   - POST /v3/lease/keepalive {ID}           → {result: {ID, TTL?}}  (one request = one renewal;
  *                                                TTL absent when the lease is gone)
  *   - POST /v3/lease/revoke {ID}              → {header}; an unknown lease → an error body
- *   - an error answers an HTTP status ≥ 400 with {error, code (gRPC code), message}.
+ *   - an error answers an HTTP status ≥ 400 with {error, code (gRPC code), message}; CANCELLED,
+ *     DEADLINE_EXCEEDED and UNAVAILABLE (no leader, shutting down) count as unreachable.
  *
  * Endpoints: requests go to one endpoint until it fails to answer (connection refused, timeout),
  * then to the next, in order. Every call has a deadline (`requestTimeoutMs`); a call that no
@@ -250,7 +251,10 @@ export class EtcdHttpClient implements EtcdKv {
       const answer = await readJson(res, signal);
       if (res.status >= 400) {
         const err = answer as { message?: string; error?: string; code?: number } | undefined;
-        throw new EtcdError(`etcd ${path}: ${err?.message ?? err?.error ?? `HTTP ${res.status}`}`, err?.code ?? 0);
+        const text = `etcd ${path}: ${err?.message ?? err?.error ?? `HTTP ${res.status}`}`;
+        // etcd is there but cannot answer now (no leader, shutting down, its own deadline): as unreachable.
+        if (err?.code !== undefined && GRPC_TRANSIENT.has(err.code)) throw new EtcdUnavailableError(text);
+        throw new EtcdError(text, err?.code ?? 0);
       }
       return answer;
     }
@@ -260,6 +264,8 @@ export class EtcdHttpClient implements EtcdKv {
 
 /** gRPC status NOT_FOUND: etcd's answer about a lease it does not have. */
 const GRPC_NOT_FOUND = 5;
+/** CANCELLED, DEADLINE_EXCEEDED, UNAVAILABLE: etcd could not serve the call now; nothing was decided. */
+const GRPC_TRANSIENT: ReadonlySet<number> = new Set([1, 4, 14]);
 
 async function readJson(res: Response, signal: AbortSignal): Promise<unknown> {
   let text: string;
