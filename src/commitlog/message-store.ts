@@ -269,6 +269,11 @@ export class MessageStore {
   onAppend: (() => void) | undefined = undefined;
   /** SYNC_MASTER: set by the broker so puts wait for a slave's acknowledgement. */
   replicaWait: ReplicaWait | undefined = undefined;
+  /**
+   * Automatic failover: why this store must not take a write now (a master whose election lease
+   * is not renewed is fenced), or null. Asked with every put, before anything is appended.
+   */
+  writeFence: (() => string | null) | undefined = undefined;
 
   private constructor(o: MessageStoreOptions) {
     // A copy: reconfigure() changes it, and the caller's object is not ours to change.
@@ -724,6 +729,19 @@ export class MessageStore {
     this.#log.error(`${where}: ${what}; the store takes no more writes, reads go on, a restart recovers: ${err.stack ?? err.message}`);
   }
 
+  /**
+   * Automatic failover: a slave promoted to master takes writes from now on; a master stepping
+   * down stops. Promoted, the replicated records are dispatched first, and each queue's next
+   * offset (the put path's counter) continues from its ConsumeQueue, which replication filled.
+   */
+  setReadOnly(readOnly: boolean): void {
+    if (!readOnly && this.#o.readOnly) {
+      this.reput();
+      for (const cq of this.#allQueues()) this.commitLog.setNextQueueOffset(cq.topic, cq.queueId, cq.maxOffset);
+    }
+    this.#o.readOnly = readOnly;
+  }
+
   /** Why the write path halted (see #halted), or null while it takes writes. */
   get halted(): string | null {
     return this.#halted === null ? null : this.#halted.message;
@@ -732,6 +750,8 @@ export class MessageStore {
   #refusal(): string | null {
     if (this.#shutdown) return "message store has shut down";
     if (this.#o.readOnly) return "message store is read-only (slave)";
+    const fenced = this.writeFence?.();
+    if (fenced) return fenced;
     // Before the CommitLog's write error: an assertion inside an append sets that too, and the
     // answer should name the bug.
     if (this.#halted) {

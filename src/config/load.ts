@@ -302,19 +302,9 @@ function parseConfigText(file: string, text: string): FileValues {
       let value = pair.value as Node | null;
       if (isAlias(value)) value = (value.resolve(doc) as Node | undefined) ?? null;
 
-      if (section === undefined && (SECTIONS as readonly string[]).includes(name)) {
-        if (value === null || (isScalar(value) && value.value === null)) continue; // all keys commented out
-        if (!isMap(value)) {
-          report(keyOffset, path, `expected a mapping of keys, got ${isSeq(value) ? "a list" : "a single value"}`);
-          continue;
-        }
-        walk(value.items as Pair[], name);
-        continue;
-      }
       const def = keyDef(path);
-      if (def === undefined && section !== undefined && KEYS.some((d) => d.key.startsWith(`${path}.`))) {
-        // A group of keys one level deeper (broker.failover.*).
-        if (value === null || (isScalar(value) && value.value === null)) continue;
+      if (def === undefined && isKeyGroup(path)) {
+        if (value === null || (isScalar(value) && value.value === null)) continue; // all keys commented out
         if (!isMap(value)) report(keyOffset, path, `expected a mapping of keys, got ${isSeq(value) ? "a list" : "a single value"}`);
         else walk(value.items as Pair[], path);
         continue;
@@ -336,6 +326,11 @@ function parseConfigText(file: string, text: string): FileValues {
   };
   walk(root.items as Pair[], undefined);
   return out;
+}
+
+/** A section (broker) or a group of keys inside one (broker.failover): a mapping, not a value. */
+function isKeyGroup(path: string): boolean {
+  return path.includes(".") ? KEYS.some((d) => d.key.startsWith(`${path}.`)) : (SECTIONS as readonly string[]).includes(path);
 }
 
 /** `unknown key "x"`, with the closest key of the same section or the section it belongs in. */

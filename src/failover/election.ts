@@ -25,6 +25,12 @@
  * A cold start (no epoch key yet) is claimed by the replica that starts as master (brokerId 0 /
  * brokerRole *_MASTER); slaves wait for it unless it never comes (the grace again).
  *
+ * The sync state set, kept by the master each round from the replicas' published offsets: a
+ * replica is in sync when its confirmed offset has reached where the master's own log stood
+ * inSyncWithinMs (plus one round, the age of a publication) ago — all times on the master's clock.
+ * A change is written only while the master key still names this master at its epoch, and only
+ * over the set it read (compare-and-set on both), so a deposed master cannot rewrite it.
+ *
  * Fencing: `writable(now)` is true only for the master, and only until its last successful renewal
  * plus the lease TTL minus a margin of a third of it — measured from when the renewal was SENT, so
  * etcd's own expiry is later still. The send path asks it before acknowledging, so a master that
@@ -54,6 +60,8 @@ export interface ReplicaIdentity {
 export interface ElectionOptions {
   leaseTtlMs: number;
   allowUncleanElection: boolean;
+  /** A replica more than this behind the master's log leaves the sync state set (broker.haSlaveTimeoutMs; read each round). */
+  inSyncWithinMs: () => number;
 }
 
 /** What the election needs of the replica's store. */
@@ -125,6 +133,8 @@ export class Election {
   #unreachableLogged = false;
   #noCandidateLogged = false;
   #stopped = false;
+  /** Master: its own log end at past rounds, oldest first: [clock time, offset]. */
+  #history: [number, number][] = [];
 
   constructor(kv: EtcdKv, clock: Clock, log: Logger, me: ReplicaIdentity, opts: ElectionOptions, progress: ReplicaProgress, listener: ElectionListener) {
     this.#kv = kv;
@@ -162,9 +172,8 @@ export class Election {
 
   start(): void {
     this.#stopped = false;
-    const every = Math.max(100, Math.floor(this.#opts.leaseTtlMs / 3));
     void this.tick();
-    this.#timer = this.#clock.setInterval(() => void this.tick(), every);
+    this.#timer = this.#clock.setInterval(() => void this.tick(), this.#roundMs());
   }
 
   /** Stops taking part; `resign` revokes the lease so the others need not wait for it to lapse. */
@@ -216,7 +225,7 @@ export class Election {
     await this.#kv.put(`${this.#prefix}replicas/${this.#me.brokerId}`, JSON.stringify(progress), this.#lease);
     const master = parse<MasterRecord>(await this.#kv.get(`${this.#prefix}master`));
     if (this.#stopped) return;
-    if (master !== undefined) return this.#sawMaster(master);
+    if (master !== undefined) return await this.#sawMaster(master);
     this.#absentTicks++;
     await this.#maybeClaim();
   }
@@ -231,10 +240,10 @@ export class Election {
     return { brokerId: this.#me.brokerId, addr: this.#me.addr, haAddr: this.#me.haAddr };
   }
 
-  #sawMaster(master: MasterRecord): void {
+  async #sawMaster(master: MasterRecord): Promise<void> {
     this.#absentTicks = 0;
     this.#noCandidateLogged = false;
-    if (master.brokerId === this.#me.brokerId && this.#role === "master" && master.epoch === this.#epoch) return;
+    if (master.brokerId === this.#me.brokerId && this.#role === "master" && master.epoch === this.#epoch) return this.#keepSyncStateSet();
     if (master.brokerId === this.#me.brokerId && this.#role !== "master") {
       // Our key from before a restart of this process, still on a lease we no longer hold: wait for it to lapse.
       return;
@@ -244,6 +253,41 @@ export class Election {
     this.#master = master;
     this.#epoch = Math.max(this.#epoch, master.epoch);
     if (changed) this.#listener.follow(master);
+  }
+
+  /** Master, each round: who is in sync now; written to etcd when it changed. */
+  async #keepSyncStateSet(): Promise<void> {
+    const now = this.#clock.now();
+    this.#history.push([now, this.#progress.confirmedOffset()]);
+    const window = this.#opts.inSyncWithinMs() + this.#roundMs();
+    while (this.#history.length > 1 && this.#history[1]![0] <= now - window) this.#history.shift();
+    // Where the log stood `window` ago (the oldest point kept; at the start of an epoch: where it started).
+    const required = this.#history[0]![1];
+    const [syncKv, replicas] = await Promise.all([this.#kv.get(`${this.#prefix}syncStateSet`), this.#kv.getPrefix(`${this.#prefix}replicas/`)]);
+    const current = parse<SyncStateSet>(syncKv);
+    const members = [this.#me.brokerId];
+    for (const kv of replicas) {
+      const r = parse<ReplicaRecord>(kv);
+      if (r && r.brokerId !== this.#me.brokerId && r.confirmedOffset >= required) members.push(r.brokerId);
+    }
+    members.sort((a, b) => a - b);
+    if (current && current.epoch === this.#epoch && current.members.join() === members.join()) return;
+    if (this.#stopped || this.#role !== "master") return;
+    const master: MasterRecord = { ...this.#recordBase(), epoch: this.#epoch };
+    const written = await this.#kv.txn(
+      [
+        { key: `${this.#prefix}master`, target: "VALUE", result: "EQUAL", value: JSON.stringify(master) },
+        syncKv === undefined
+          ? { key: `${this.#prefix}syncStateSet`, target: "VERSION", result: "EQUAL", version: 0 }
+          : { key: `${this.#prefix}syncStateSet`, target: "MOD", result: "EQUAL", modRevision: syncKv.modRevision },
+      ],
+      [{ put: `${this.#prefix}syncStateSet`, value: JSON.stringify({ epoch: this.#epoch, members } satisfies SyncStateSet) }],
+    );
+    if (written.succeeded) this.#log.info(`sync state set of epoch ${this.#epoch}: [${members.join(", ")}] (was [${current?.members.join(", ") ?? ""}])`);
+  }
+
+  #roundMs(): number {
+    return Math.max(100, Math.floor(this.#opts.leaseTtlMs / 3));
   }
 
   #stepDown(why: string): void {
@@ -307,6 +351,7 @@ export class Election {
     this.#epoch = epoch;
     this.#master = master;
     this.#absentTicks = 0;
+    this.#history = [[this.#clock.now(), startOffset]];
     this.#log.info(`elected master of ${this.#me.brokerName} at epoch ${epoch}, log at offset ${startOffset}`);
     this.#listener.becameMaster(epoch, startOffset);
   }

@@ -1,0 +1,109 @@
+/**
+ * Automatic failover on etcd (broker.failover.*) with the compiled binary: a master and a slave of
+ * one broker group, a name server and a real etcd, all on 127.0.0.1. The slave takes over when
+ * the master is killed; a paused master that wakes up after the election acknowledges nothing.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { ResponseCode } from "../../src/remoting/index.ts";
+import { waitFor } from "../harness/binary.ts";
+import { etcdPresent, startEtcd, type RunningEtcd } from "../harness/etcd.ts";
+import { brokerYaml, HaCluster, type Node } from "../harness/ha-cluster.ts";
+
+const present = etcdPresent("failover");
+let etcd: RunningEtcd;
+beforeAll(async () => {
+  if (present) etcd = await startEtcd();
+});
+afterAll(async () => {
+  await etcd?.stop();
+});
+
+const TOPIC = "FailoverTopic";
+const LEASE_MS = 2000;
+
+interface FailoverHa {
+  role: string;
+  failover?: { replicaId?: number; role: string; epoch: number; writable: boolean; master?: { addr: string }; epochs: { epoch: number; startOffset: number }[] };
+}
+
+function failoverYaml(): string {
+  // brokerYaml's broker section, plus the failover group one level deeper.
+  return brokerYaml({ broker: { haSlaveTimeoutMs: 2000 } }).replace(
+    "broker:\n",
+    `broker:\n  failover:\n    enable: true\n    leaseTtlMs: ${LEASE_MS}\n    etcd: ["${etcd.endpoint}"]\n`,
+  );
+}
+
+async function startGroup(name: string): Promise<HaCluster> {
+  const yaml = failoverYaml();
+  return HaCluster.start({ groups: [{ name, role: "ASYNC_MASTER", masterYaml: yaml, slaveYaml: yaml }] });
+}
+
+const ha = (n: Node) => n.admin<FailoverHa>("/ha");
+
+async function elected(c: HaCluster, n: Node, epoch: number): Promise<void> {
+  await waitFor(async () => {
+    const h = await ha(n);
+    return h.role !== "SLAVE" && h.failover?.role === "master" && h.failover.epoch === epoch && h.failover.writable;
+  }, 20_000, () => `${n.name} to be master of epoch ${epoch}: ${c.diag()}`);
+}
+
+async function routedMaster(c: HaCluster, addr: string): Promise<void> {
+  await waitFor(async () => (await c.route(c.namesrvs[0]!, TOPIC))?.brokerDatas[0]?.brokerAddrs["0"] === addr, 15_000, `the name server to route ${TOPIC} to ${addr}`);
+}
+
+describe.skipIf(!present)("automatic failover on etcd (compiled binary)", () => {
+  test("the slave becomes master when the master is killed; the old master comes back as its replica", async () => {
+    await using c = await startGroup("fo-a");
+    const [m, s] = [c.master(), c.slave()];
+    await elected(c, m, 1);
+    await waitFor(async () => (await ha(s)).failover?.master?.addr === m.addr, 10_000, "the slave to follow the master");
+    await c.createTopic(TOPIC);
+    await c.send(TOPIC, 40, { queueId: 0 });
+    const before = await c.caughtUp();
+    // The master keeps its sync state set: the caught-up slave joins, so it may be elected.
+    await Bun.sleep(LEASE_MS);
+
+    await m.kill();
+    await elected(c, s, 2);
+    expect((await ha(s)).failover!.epochs).toEqual([{ epoch: 2, startOffset: before }]);
+    await routedMaster(c, s.addr);
+    const r = await c.sendOne(TOPIC, { addr: s.addr, queueId: 0 });
+    expect([r.code, r.remark]).toEqual([ResponseCode.SUCCESS, undefined]);
+    expect(r.queueOffset).toBe(40); // the queue goes on where the old master left it
+
+    await m.start(); // same store: it stays a replica and follows the new master
+    await waitFor(async () => {
+      const h = await ha(m);
+      return h.role === "SLAVE" && h.failover?.role === "replica" && h.failover.master?.addr === s.addr;
+    }, 20_000, () => `the old master to follow the new one: ${c.diag()}`);
+    const end = await s.maxOffset();
+    await waitFor(async () => (await m.maxOffset()) === end, 15_000, "the old master to catch up");
+    const refused = await c.sendOne(TOPIC, { addr: m.addr });
+    expect(refused.code).toBe(ResponseCode.SERVICE_NOT_AVAILABLE);
+    const route = (await c.route(c.namesrvs[0]!, TOPIC))!.brokerDatas[0]!.brokerAddrs;
+    expect(route["0"]).toBe(s.addr);
+    expect(Object.values(route)).toContain(m.addr);
+  }, 90_000);
+
+  test("a paused master that wakes after a new election acknowledges no write and steps down", async () => {
+    await using c = await startGroup("fo-b");
+    const [m, s] = [c.master(), c.slave()];
+    await elected(c, m, 1);
+    await c.createTopic(TOPIC);
+    await c.send(TOPIC, 10);
+    await c.caughtUp();
+    await Bun.sleep(LEASE_MS);
+
+    m.freeze();
+    await elected(c, s, 2);
+    // Sends queued on the frozen master's socket, answered only once it wakes.
+    const queued = [0, 1, 2].map(() => c.sendOne(TOPIC, { addr: m.addr, timeoutMs: 15_000 }));
+    m.thaw();
+    const outcomes = await Promise.all(queued);
+    for (const o of outcomes) expect(o.code).not.toBe(ResponseCode.SUCCESS);
+    expect(outcomes.map((o) => o.code)).toEqual([ResponseCode.SERVICE_NOT_AVAILABLE, ResponseCode.SERVICE_NOT_AVAILABLE, ResponseCode.SERVICE_NOT_AVAILABLE]);
+    await waitFor(async () => (await ha(m)).failover?.role === "replica", 15_000, () => `the old master to step down: ${c.diag()}`);
+    expect((await c.sendOne(TOPIC, { addr: s.addr })).code).toBe(ResponseCode.SUCCESS);
+  }, 90_000);
+});
