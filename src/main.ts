@@ -47,6 +47,8 @@ async function main(argv: string[]): Promise<number> {
   // Loaded only for `bench`: the client library and the node:zlib / node:crypto modules it uses
   // are not part of a server's start (they kept ~9 MiB of the executable and heap resident).
   if (args.action === "bench" && args.bench) return await (await import("./bench-cli.ts")).runBench(args.bench);
+  // Likewise for `admin` (mqadmin's commands over the wire; src/admin-cli/).
+  if (args.action === "admin" && args.admin) return await (await import("./admin-cli/index.ts")).runAdmin(args.admin);
   const loaded = loadConfig(args.flags.config !== undefined ? { file: args.flags.config, flags: args.flags } : { flags: args.flags });
   if ("errors" in loaded) {
     for (const e of loaded.errors) err(e);

@@ -33,6 +33,7 @@ const info: NamesrvInfo = {
         }
       : null,
   requestStats: () => namesrvStats,
+  connections: () => 0,
 };
 
 describe("admin app (in process)", () => {

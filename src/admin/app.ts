@@ -9,6 +9,7 @@
  *   /stats/requests: requests by request code since start (count, errors, by response code, a
  *                    latency histogram with cumulative `le` buckets, sum, p50/p99), from the
  *                    request pipeline's stats hook; the broker's counts both of its ports
+ *   GET /metrics                     every role: Prometheus text format (routes/metrics.ts)
  *   POST /config/reload              every role: what SIGHUP does (needs the admin token, always)
  * In standalone, the name server routes live under /namesrv/ so that broker routes (which arrive
  * with the broker) own the root paths.
@@ -20,6 +21,7 @@ import type { NamesrvInfo } from "../namesrv/index.ts";
 import { adminAuth } from "./auth.ts";
 import { ApiError } from "./errors.ts";
 import { brokerRoutes } from "./routes/broker.ts";
+import { metricsRoutes } from "./routes/metrics.ts";
 import { namesrvRoutes } from "./routes/namesrv.ts";
 
 export interface AdminAppDeps {
@@ -68,6 +70,7 @@ export function buildAdminApp(deps: AdminAppDeps): Hono {
       return c.json(r);
     });
   }
+  app.route("/", metricsRoutes({ broker: deps.broker, namesrv: deps.namesrv }));
   if (deps.broker) app.route("/", brokerRoutes(deps.broker));
   if (deps.namesrv) {
     const routes = namesrvRoutes(deps.namesrv);

@@ -1,7 +1,8 @@
 /**
  * The admin response bodies of docs/PROTOCOL.md §3.15, built from the broker's state as plain
  * functions (so the admin HTTP API and tests can call them directly). Field order is fastjson's
- * (alphabetical); maps Java decodes as `Map<MessageQueue, …>` are written with object keys.
+ * (alphabetical); maps Java decodes as `Map<MessageQueue, …>` are written with object keys. The
+ * per-queue and per-connection shapes are src/protocol/admin-bodies.ts's, shared with `rocketbun admin`.
  *
  *   GET_BROKER_RUNTIME_INFO       {"table":{"<key>":"<string>",...}}               runtimeInfo
  *   GET_TOPIC_STATS_INFO          {"offsetTable":{{mq}:{lastUpdateTimestamp,maxOffset,minOffset}}}
@@ -17,6 +18,7 @@ import { objectKeyedJson } from "../common/object-key-json.ts";
 import type { ClientChannel, ConsumerGroupInfo } from "./client-manager.ts";
 import type { BrokerContext } from "./context.ts";
 import type { MessageQueue } from "../protocol/route.ts";
+import type { ClientConnection, OffsetWrapper, TopicOffset } from "../protocol/admin-bodies.ts";
 import type { BrokerStats, Rates } from "./stats.ts";
 
 /** MessageQueue in fastjson's field order. */
@@ -39,12 +41,6 @@ export function storeTimeAt(ctx: BrokerContext, topic: string, queueId: number, 
   return readStoreTimestamp(bytes, 0);
 }
 
-export interface TopicOffset {
-  lastUpdateTimestamp: number;
-  maxOffset: number;
-  minOffset: number;
-}
-
 /** TopicStatsTable entries for every write queue of `tc` (Java `getTopicStatsInfo`). */
 export function topicStats(ctx: BrokerContext, tc: TopicConfig): [MessageQueue, TopicOffset][] {
   const out: [MessageQueue, TopicOffset][] = [];
@@ -61,31 +57,47 @@ export function topicStatsBody(entries: readonly [MessageQueue, TopicOffset][]):
   return `{"offsetTable":${objectKeyedJson(entries)}}`;
 }
 
-export interface OffsetWrapper {
-  brokerOffset: number;
-  consumerOffset: number;
-  lastTimestamp: number;
+/**
+ * The topic whose read queues GET_CONSUME_STATS reports for `group`, or undefined: a topic without
+ * a config is skipped, and so is one the online group (`online`) does not subscribe to.
+ */
+export function consumeStatsTopic(ctx: BrokerContext, group: string, topic: string, online: ConsumerGroupInfo | undefined): TopicConfig | undefined {
+  const tc = ctx.topics.get(topic);
+  if (!tc) return undefined;
+  if (online && online.subscriptions.size > 0 && !online.subscriptions.has(topic)) return undefined;
+  return tc;
+}
+
+/**
+ * Each read queue of `tc` as Java `getConsumeStats` sees it: the queue's max offset (at least 0)
+ * and the group's committed offset from `offsets` (-1: none). In-memory only.
+ */
+export function forEachConsumeQueue(
+  ctx: BrokerContext,
+  tc: TopicConfig,
+  offsets: ReadonlyMap<number, number> | undefined,
+  visit: (queueId: number, brokerOffset: number, committed: number) => void,
+): void {
+  for (let q = 0; q < tc.readQueueNums; q++) visit(q, Math.max(0, ctx.store.getMaxOffsetInQueue(tc.topicName, q)), offsets?.get(q) ?? -1);
 }
 
 /**
  * ConsumeStats entries of `group` (Java `getConsumeStats`): every read queue of `topic`, or of
- * each topic the group has offsets for. A topic without a config is skipped, and so is one the
- * online group does not subscribe to. lastTimestamp = store time of the last consumed message.
+ * each topic the group has offsets for (see consumeStatsTopic for the ones left out), a missing
+ * offset read as 0. lastTimestamp = store time of the last consumed message.
  */
 export function consumeStats(ctx: BrokerContext, group: string, topic: string | undefined): [MessageQueue, OffsetWrapper][] {
   const topics = topic !== undefined ? [topic] : ctx.consumerOffsets.topicsOf(group).sort();
   const online = ctx.consumers.group(group);
   const out: [MessageQueue, OffsetWrapper][] = [];
   for (const t of topics) {
-    const tc = ctx.topics.get(t);
+    const tc = consumeStatsTopic(ctx, group, t, online);
     if (!tc) continue;
-    if (online && online.subscriptions.size > 0 && !online.subscriptions.has(t)) continue;
-    for (let q = 0; q < tc.readQueueNums; q++) {
-      const brokerOffset = Math.max(0, ctx.store.getMaxOffsetInQueue(t, q));
-      const consumerOffset = Math.max(0, ctx.consumerOffsets.query(group, t, q));
+    forEachConsumeQueue(ctx, tc, ctx.consumerOffsets.offsetsOf(group, t), (q, brokerOffset, committed) => {
+      const consumerOffset = Math.max(0, committed);
       const ts = consumerOffset > 0 ? storeTimeAt(ctx, t, q, consumerOffset - 1) : 0;
       out.push([mqJson(t, ctx.settings.brokerName, q), { brokerOffset, consumerOffset, lastTimestamp: Math.max(0, ts) }]);
-    }
+    });
   }
   return out;
 }
@@ -94,7 +106,7 @@ export function consumeStatsBody(entries: readonly [MessageQueue, OffsetWrapper]
   return `{"consumeTps":${JSON.stringify(consumeTps)},"offsetTable":${objectKeyedJson(entries)}}`;
 }
 
-function connectionJson(ch: ClientChannel): { clientAddr: string; clientId: string; language: string; version: number } {
+function connectionJson(ch: ClientChannel): ClientConnection {
   return { clientAddr: ch.conn.remoteAddress, clientId: ch.clientId, language: ch.language, version: ch.version };
 }
 

@@ -33,6 +33,7 @@ import type { BrokerRole } from "../protocol/broker-config.ts";
 import { HAClient, HAService, tlsTransport, type HaTransport, type HAClientStatus, type SlaveStatus } from "../ha/index.ts";
 import { PullRequestHoldService } from "./long-polling.ts";
 import { BrokerStats } from "./stats.ts";
+import { brokerMetricsState, StoreTimeCache, type BrokerMetricsState } from "./metrics-state.ts";
 import { NamesrvRegistration } from "./namesrv-registration.ts";
 import { SlaveSynchronize } from "./slave-sync.ts";
 import { BrokerFailover, type FailoverStatus } from "./failover.ts";
@@ -142,6 +143,8 @@ export interface BrokerInfo {
   transactions(): TransactionStats;
   /** Requests by code over the listen and VIP ports (counts, response codes, latency histogram). */
   requestStats(): RequestStatsSnapshot;
+  /** What GET /metrics reads, in one call from memory (contract: ./metrics-state.ts). */
+  metrics(): BrokerMetricsState;
 }
 
 export class BrokerController {
@@ -152,6 +155,8 @@ export class BrokerController {
   readonly #server: RemotingServer;
   readonly #vipServer: RemotingServer;
   readonly #requestStats = new RequestStats();
+  /** Store times of first unconsumed messages, kept between scrapes (./metrics-state.ts). */
+  readonly #metricsTimes = new StoreTimeCache();
   /** broker.aclEnable: RocketMQ's plain ACL, checked before any processor sees a request. */
   readonly #acl: AclHook | undefined;
   readonly #client: RemotingClient;
@@ -812,6 +817,8 @@ export class BrokerController {
       return this.#tx.stats();
     },
     requestStats: () => this.#requestStats.snapshot(),
+    metrics: () =>
+      brokerMetricsState(this.#need(), this.#metricsTimes, { listen: this.#server.connectionCount, vip: this.#vipServer.connectionCount }),
   };
 
   #need(): BrokerContext {

@@ -28,6 +28,7 @@ import {
   versionedTableBody,
 } from "./metadata-file.ts";
 import { type DataVersion } from "../protocol/data-version.ts";
+import { TOOLS_CONSUMER_GROUP } from "../protocol/topics.ts";
 import { type Invalid, isInvalid } from "../common/invalid.ts";
 
 export interface SubscriptionGroupConfig {
@@ -57,7 +58,7 @@ const SYS_GROUP_PREFIX = "CID_RMQ_SYS_";
 
 /** Groups a 4.9 broker always has (Java `SubscriptionGroupManager.init`). */
 export const PRE_CREATED_GROUPS: readonly string[] = [
-  "TOOLS_CONSUMER",
+  TOOLS_CONSUMER_GROUP,
   "FILTERSRV_CONSUMER",
   "SELF_TEST_C_GROUP",
   "CID_ONS-HTTP-PROXY",

@@ -182,6 +182,19 @@ export class ConsumerOffsetManager {
       .map(([, g]) => g);
   }
 
+  /** The committed offsets of `group` on `topic`, not copied (undefined: none). */
+  offsetsOf(group: string, topic: string): ReadonlyMap<number, number> | undefined {
+    return this.#table.get(`${topic}@${group}`);
+  }
+
+  /** Every topic@group entry with its offsets, not copied: one pass over the table (the metrics scrape). */
+  forEachEntry(visit: (topic: string, group: string, offsets: ReadonlyMap<number, number>) => void): void {
+    for (const [k, m] of this.#table) {
+      const tg = splitKey(k);
+      if (tg !== null) visit(tg[0], tg[1], m);
+    }
+  }
+
   topicsOf(group: string): string[] {
     return this.#keys()
       .filter(([, g]) => g === group)

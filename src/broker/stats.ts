@@ -24,8 +24,9 @@
  * StatsItem's sample lists (every 10 s for the last minute, every 10 min for the last hour,
  * every hour for the last day), taken lazily on the first call after each period, and answers
  * {sum, tps, avgpt} over each list as Java's computeStatsData does, with the current totals as
- * the newest sample.
+ * the newest sample (BrokerStatsData, the shape VIEW_BROKER_STATS_DATA answers with).
  */
+import type { BrokerStatsData, BrokerStatsItem } from "../protocol/admin-bodies.ts";
 
 /** Longest rate window (RocketMQ reports 10 s, 60 s and 600 s). */
 export const RATE_WINDOW_MAX_S = 600;
@@ -203,20 +204,6 @@ export const StatsName = {
 } as const;
 export type StatsName = (typeof StatsName)[keyof typeof StatsName];
 
-/** Java StatsSnapshot as BrokerStatsItem carries it. */
-export interface StatsWindow {
-  sum: number;
-  tps: number;
-  avgpt: number;
-}
-
-/** Java BrokerStatsData: the last minute, hour and day of one item. */
-export interface StatsItemView {
-  statsMinute: StatsWindow;
-  statsHour: StatsWindow;
-  statsDay: StatsWindow;
-}
-
 interface CallSnapshot {
   at: number;
   times: number;
@@ -260,10 +247,10 @@ class StatsItem {
     }
   }
 
-  view(now: number): StatsItemView {
+  view(now: number): BrokerStatsData {
     this.roll(now);
     const cur: CallSnapshot = { at: now, times: this.times, value: this.value };
-    const w = (i: number): StatsWindow => {
+    const w = (i: number): BrokerStatsItem => {
       const first = this.#lists[i]![0]!;
       const sum = cur.value - first.value;
       const span = cur.at - first.at;
@@ -296,8 +283,16 @@ export class KeyedStats {
   }
 
   /** The item's windows, or undefined when nothing was ever recorded under it. */
-  view(name: StatsName, key: string): StatsItemView | undefined {
+  view(name: StatsName, key: string): BrokerStatsData | undefined {
     return this.#sets.get(name)?.get(key)?.view(this.#now());
+  }
+
+  /** Each item of `name`: its key, its total since boot and its last minute (the metrics scrape). */
+  forEach(name: StatsName, visit: (key: string, total: number, minute: BrokerStatsItem) => void): void {
+    const set = this.#sets.get(name);
+    if (!set) return;
+    const now = this.#now();
+    for (const [key, item] of set) visit(key, item.value, item.view(now).statsMinute);
   }
 
   /** Messages per second over the last minute (Java tpsGroupGetNums and friends); 0 if unknown. */

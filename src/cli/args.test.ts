@@ -181,3 +181,17 @@ describe("bench subcommand", () => {
     }
   });
 });
+
+describe("admin subcommand", () => {
+  test("everything after `admin` is handed to src/admin-cli untouched, server flags included", () => {
+    expect(ok(["admin", "updateTopic", "-c", "C", "-t", "T", "--help"])).toEqual({
+      action: "admin",
+      flags: {},
+      admin: ["updateTopic", "-c", "C", "-t", "T", "--help"],
+    });
+    expect(ok(["admin"])).toEqual({ action: "admin", flags: {}, admin: [] });
+    // --admin (the HTTP address flag) is not the subcommand.
+    expect(ok(["--admin", "127.0.0.1:1"]).action).toBe("run");
+    expect(HELP_TEXT).toContain("rocketbun admin <command>");
+  });
+});

@@ -8,13 +8,15 @@ import { closest, ROLES } from "../config/schema.ts";
 
 export type { CliFlags } from "../config/load.ts";
 
-export type CliAction = "run" | "check-config" | "print-config" | "version" | "help" | "bench";
+export type CliAction = "run" | "check-config" | "print-config" | "version" | "help" | "bench" | "admin";
 
 export interface CliArgs {
   action: CliAction;
   flags: CliFlags;
   /** `rocketbun bench producer|consumer ...` */
   bench?: BenchOptions;
+  /** `rocketbun admin <command> ...`: the arguments after "admin", parsed by src/admin-cli/. */
+  admin?: string[];
 }
 
 /** `rocketbun bench`: a load generator like RocketMQ's producer.sh / consumer.sh. */
@@ -70,6 +72,7 @@ const ACTION_FLAGS: Record<string, Exclude<CliAction, "run">> = {
  */
 export function parseArgs(argv: string[]): CliArgs | { errors: string[] } {
   if (argv[0] === "bench") return parseBenchArgs(argv.slice(1));
+  if (argv[0] === "admin") return { action: "admin", flags: {}, admin: argv.slice(1) };
   const flags: CliFlags = {};
   const errors: string[] = [];
   const actions = new Set<Exclude<CliAction, "run">>();
@@ -203,6 +206,7 @@ export function parseBenchArgs(argv: string[]): CliArgs | { errors: string[] } {
 
 export const HELP_TEXT = `Usage: rocketbun --role namesrv|master|slave|standalone [--config FILE] [flags]
        rocketbun bench producer|consumer [-n NAMESRV] [-t TOPIC] [bench flags]
+       rocketbun admin <command> -n NAMESRV [flags]     (mqadmin's commands; 'rocketbun admin --help')
 
 A RocketMQ-compatible message broker. Precedence: flags > config file > built-in defaults.
 

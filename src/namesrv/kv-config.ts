@@ -7,8 +7,6 @@
 import { readFileWithBackup, writeFileAtomic } from "../common/atomic-file.ts";
 import { parseJsonLenient } from "../common/json.ts";
 
-export const NAMESPACE_ORDER_TOPIC_CONFIG = "ORDER_TOPIC_CONFIG";
-
 export class KvConfigManager {
   readonly #path: string;
   readonly #table = new Map<string, Map<string, string>>();

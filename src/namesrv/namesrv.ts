@@ -12,7 +12,7 @@ import { RemotingServer, RequestStats, type ConfigUpdateOutcome, type RequestSta
 import { KvConfigManager } from "./kv-config.ts";
 import { NamesrvRequestProcessor, type NamesrvProcessorDeps } from "./processors.ts";
 import { RouteInfoManager } from "./route-info-manager.ts";
-import { type TopicRouteData } from "../protocol/route.ts";
+import type { ClusterInfo, TopicRouteData } from "../protocol/route.ts";
 
 /** The name server's configuration: the schema's namesrv and remoting sections as loaded and checked. */
 export interface NamesrvOptions {
@@ -48,12 +48,14 @@ export interface LiveBrokerInfo {
 
 /** What the admin API and tests may read; nothing else of the name server is visible. */
 export interface NamesrvInfo {
-  cluster(): ReturnType<RouteInfoManager["getClusterInfo"]>;
+  cluster(): ClusterInfo;
   brokers(): LiveBrokerInfo[];
   topics(): string[];
   topicRoute(topic: string): TopicRouteData | null;
   /** Requests by code (counts, response codes, latency histogram). */
   requestStats(): RequestStatsSnapshot;
+  /** Open remoting connections of the name server's port. */
+  connections(): number;
 }
 
 /** What NamesrvController.reconfigure can change while it runs. */
@@ -167,5 +169,6 @@ export class NamesrvController {
     topics: () => this.#routes.getAllTopics(),
     topicRoute: (topic) => this.#routes.getTopicRoute(topic),
     requestStats: () => this.#requestStats.snapshot(),
+    connections: () => this.#server.connectionCount,
   };
 }

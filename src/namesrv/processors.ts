@@ -20,11 +20,13 @@ import {
   ResponseCode,
 } from "../remoting/index.ts";
 import { parseJsonBytes } from "../common/json.ts";
-import { NAMESPACE_ORDER_TOPIC_CONFIG, type KvConfigManager } from "./kv-config.ts";
+import type { KvConfigManager } from "./kv-config.ts";
 import { decodeRegisterBrokerBody } from "./register-broker-body.ts";
 import type { NamesrvConfigAccess } from "./namesrv.ts";
 import type { RouteInfoManager } from "./route-info-manager.ts";
 import type { DataVersion } from "../protocol/data-version.ts";
+import { NAMESPACE_ORDER_TOPIC_CONFIG } from "../protocol/route.ts";
+import { TOPIC_SYS_FLAG_UNIT, TOPIC_SYS_FLAG_UNIT_SUB } from "../protocol/topics.ts";
 
 export interface NamesrvProcessorDeps {
   routes: RouteInfoManager;
@@ -36,9 +38,6 @@ export interface NamesrvProcessorDeps {
 }
 
 type Handler = (conn: RemotingConnection, cmd: RemotingCommand) => RemotingCommand | null | Promise<RemotingCommand>;
-
-const TOPIC_SYS_FLAG_UNIT = 1;
-const TOPIC_SYS_FLAG_UNIT_SUB = 2;
 
 export class NamesrvRequestProcessor implements RequestProcessor {
   readonly #d: NamesrvProcessorDeps;

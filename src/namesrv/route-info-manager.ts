@@ -17,7 +17,7 @@
  */
 import type { DataVersion } from "../protocol/data-version.ts";
 import { PermName } from "../protocol/permission.ts";
-import type { QueueData, TopicRouteData } from "../protocol/route.ts";
+import type { BrokerData, ClusterInfo, QueueData, TopicRouteData } from "../protocol/route.ts";
 import type { TopicConfig } from "../protocol/topics.ts";
 
 /** A broker name's addresses as the name server keeps them (the route's BrokerData has them as JSON keys). */
@@ -191,11 +191,8 @@ export class RouteInfoManager {
   }
 
   /** GET_BROKER_CLUSTER_INFO body. */
-  getClusterInfo(): {
-    brokerAddrTable: Record<string, { cluster: string; brokerName: string; brokerAddrs: Record<string, string> }>;
-    clusterAddrTable: Record<string, string[]>;
-  } {
-    const brokerAddrTable: Record<string, { cluster: string; brokerName: string; brokerAddrs: Record<string, string> }> = {};
+  getClusterInfo(): ClusterInfo {
+    const brokerAddrTable: Record<string, BrokerData> = {};
     for (const [name, bd] of [...this.#brokerAddrTable].sort((x, y) => cmp(x[0], y[0]))) {
       const addrs: Record<string, string> = {};
       for (const [id, addr] of [...bd.brokerAddrs].sort((x, y) => x[0] - y[0])) addrs[String(id)] = addr;

@@ -1,7 +1,8 @@
 /**
  * Topic names and shapes every role agrees on: RocketMQ's system topics, the retry and dead-letter
- * prefixes, the topic-name rules (Java `TopicValidator`) and the TopicConfig shape of topics.json
- * and REGISTER_BROKER (docs/PROTOCOL.md §3.15, docs/STORAGE.md §5).
+ * prefixes, the tools' consumer group, the topic-name rules (Java `TopicValidator`), the TopicConfig
+ * shape of topics.json and REGISTER_BROKER and its TopicSysFlag bits (docs/PROTOCOL.md §3.15,
+ * docs/STORAGE.md §5).
  */
 import { PermName } from "./permission.ts";
 
@@ -13,10 +14,14 @@ export interface TopicConfig {
   readonly writeQueueNums: number;
   readonly perm: number;
   readonly topicFilterType: TopicFilterType;
-  /** Bit 0 unit topic, bit 1 unit subscription (Java `TopicSysFlag`). */
+  /** TOPIC_SYS_FLAG_* bits. */
   readonly topicSysFlag: number;
   readonly order: boolean;
 }
+
+/** Java `TopicSysFlag`: bit 0 a unit topic, bit 1 a topic with unit subscriptions. */
+export const TOPIC_SYS_FLAG_UNIT = 0x1;
+export const TOPIC_SYS_FLAG_UNIT_SUB = 0x2;
 
 /** Java `TopicValidator.TOPIC_MAX_LENGTH`: the stored record keeps the topic length in one byte. */
 export const TOPIC_NAME_MAX_CHARS = 127;
@@ -69,6 +74,9 @@ export function retryTopic(group: string): string {
 export function dlqTopic(group: string): string {
   return DLQ_GROUP_TOPIC_PREFIX + group;
 }
+
+/** Java `MixAll.TOOLS_CONSUMER_GROUP`: the group mqadmin's pulls name; a 4.9 broker pre-creates it. */
+export const TOOLS_CONSUMER_GROUP = "TOOLS_CONSUMER";
 
 /** Java `TopicConfig` bean defaults, applied to fields a file or body leaves out. */
 export function defaultTopicConfig(topicName: string): TopicConfig {
