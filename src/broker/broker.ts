@@ -8,6 +8,7 @@ import { networkInterfaces } from "node:os";
 import type { Config } from "../config/schema.ts";
 import { nowOf, systemClock, type Clock, type TimerHandle } from "../common/clock.ts";
 import { scope, type Logger } from "../common/log.ts";
+import { parseJsonBytes } from "../common/json.ts";
 import { MessageConst, parseProperties, SysFlag, tagsHashCode, transactionType, type DecodedRecord } from "../common/message-record.ts";
 import type { TlsMaterial } from "../common/tls.ts";
 import { MessageStore, parseHostAddress, type StoreRuntimeOptions } from "../commitlog/index.ts";
@@ -21,6 +22,7 @@ import {
   REMOTING_CLIENT_DEFAULTS,
   RequestCode,
   RequestStats,
+  ResponseCode,
   type ConfigUpdateOutcome,
   type RequestProcessor,
   type RequestStatsSnapshot,
@@ -36,7 +38,8 @@ import { BrokerStats } from "./stats.ts";
 import { brokerMetricsState, StoreTimeCache, type BrokerMetricsState } from "./metrics-state.ts";
 import { NamesrvRegistration } from "./namesrv-registration.ts";
 import { SlaveSynchronize } from "./slave-sync.ts";
-import { BrokerFailover, type FailoverStatus } from "./failover.ts";
+import { BrokerFailover, type EpochEntryCache, type FailoverStatus } from "./failover.ts";
+import { EpochCacheProcessor } from "./processors/epoch-cache.ts";
 import { AclAdminProcessor } from "./processors/acl-admin.ts";
 import { AdminProcessor } from "./processors/admin.ts";
 import { BrokerToClientProcessor } from "./processors/broker-to-client.ts";
@@ -417,6 +420,7 @@ export class BrokerController {
       [AdminProcessor.CODES, new AdminProcessor(ctx, ctx.stats, undefined, this.#o.configAccess)],
       [BrokerToClientProcessor.CODES, new BrokerToClientProcessor(ctx)],
       [AclAdminProcessor.CODES, new AclAdminProcessor(ctx, this.#acl)],
+      [EpochCacheProcessor.CODES, new EpochCacheProcessor(() => this.#failover?.epochCache() ?? null)],
     ];
     for (const [codes, p] of processors) {
       this.#server.registerAll(codes, p);
@@ -575,6 +579,7 @@ export class BrokerController {
       onRecords: (records) => this.#onReplicated(ctx, records),
       clock: this.#clock,
       transport: this.#haTransport,
+      ...(this.#failover ? { beforeConnect: ((f) => () => f.reconcile(this.#master.addr))(this.#failover) } : {}),
     });
     this.#haClient.start();
     const sync = new SlaveSynchronize({
@@ -624,11 +629,26 @@ export class BrokerController {
         follow: (master) => this.#follow(ctx, master),
         registerAs: (brokerId) => this.#registerAs(ctx, brokerId),
         confirmedOffset: () => ctx.store.maxPhyOffset,
+        fetchEpochCache: (addr) => this.#fetchEpochCache(addr),
+        truncate: (offset) => void ctx.store.truncateTail(offset),
       },
     });
     this.#failover = failover;
     ctx.store.writeFence = () => failover.fence();
     failover.start();
+  }
+
+  /** GET_BROKER_EPOCH_CACHE at another replica of the group. */
+  async #fetchEpochCache(addr: string): Promise<EpochEntryCache | { error: string }> {
+    try {
+      const res = await this.#client.invoke(addr, createRequest(RequestCode.GET_BROKER_EPOCH_CACHE), this.#o.remoting.requestTimeoutMs);
+      if (res.code !== ResponseCode.SUCCESS) return { error: `${addr} answered ${res.code} ${res.remark ?? ""}` };
+      const body = parseJsonBytes(res.body ?? new Uint8Array()) as Partial<EpochEntryCache> | null;
+      if (!body || !Array.isArray(body.epochList) || typeof body.maxOffset !== "number") return { error: `${addr} sent no epoch cache` };
+      return body as EpochEntryCache;
+    } catch (e) {
+      return { error: e instanceof Error ? e.message : String(e) };
+    }
   }
 
   /** Failover elected this replica: it takes writes from now on, with no restart. */
@@ -656,6 +676,7 @@ export class BrokerController {
     if (wasMaster) {
       void this.#schedule?.stop();
       void this.#tx?.stop();
+      this.#ha.dropSlaves();
     }
     const changed = master.addr !== this.#master.addr || master.haAddr !== this.#master.haAddr;
     this.#master = master;

@@ -23,7 +23,7 @@ import type { Logger } from "../common/log.ts";
 import type { Config } from "../config/schema.ts";
 import { EtcdHttpClient, EtcdUnavailableError, type EtcdKv } from "../failover/etcd.ts";
 import { Election, type ElectionRole, type MasterRecord } from "../failover/election.ts";
-import { appendEpoch, assignReplicaId, readEpochs, type EpochEntry } from "../failover/replica-files.ts";
+import { appendEpoch, assignReplicaId, consistentPoint, readEpochs, writeEpochs, type EpochEntry } from "../failover/replica-files.ts";
 
 /** What failover changes in the running broker (BrokerController implements it). */
 export interface FailoverRoles {
@@ -35,6 +35,22 @@ export interface FailoverRoles {
   registerAs(brokerId: number): void;
   /** Where this replica's CommitLog ends (whole records). */
   confirmedOffset(): number;
+  /** GET_BROKER_EPOCH_CACHE at a broker: its EpochEntryCache, or why not. */
+  fetchEpochCache(addr: string): Promise<EpochEntryCache | { error: string }>;
+  /** Cuts this replica's CommitLog at `offset` (what is past it is kept aside). */
+  truncate(offset: number): void;
+}
+
+/**
+ * RocketMQ 5's EpochEntryCache, the body of GET_BROKER_EPOCH_CACHE (1007): each epoch with the
+ * range of CommitLog bytes it wrote (the last one up to maxOffset).
+ */
+export interface EpochEntryCache {
+  clusterName: string;
+  brokerName: string;
+  brokerId: number;
+  epochList: { epoch: number; startOffset: number; endOffset: number }[];
+  maxOffset: number;
 }
 
 export interface FailoverStatus {
@@ -135,11 +151,47 @@ export class BrokerFailover {
     if (this.#replicaId !== undefined) this.#o.roles.registerAs(this.#replicaId);
   }
 
+  /** GET_BROKER_EPOCH_CACHE: this replica's epochs and where its log ends. */
+  epochCache(): EpochEntryCache {
+    const epochs = readEpochs(this.#o.storeDir);
+    const maxOffset = this.#o.roles.confirmedOffset();
+    return {
+      clusterName: this.#o.broker.brokerClusterName,
+      brokerName: this.#o.broker.brokerName,
+      brokerId: this.#election?.role === "master" ? 0 : (this.#replicaId ?? -1),
+      epochList: epochs.map((e, i) => ({ epoch: e.epoch, startOffset: e.startOffset, endOffset: epochs[i + 1]?.startOffset ?? maxOffset })),
+      maxOffset,
+    };
+  }
+
+  /**
+   * Before replicating from `masterAddr` (HAClient.beforeConnect): refuse a master of an older
+   * epoch than the group's, cut this log where it parts from the master's (point 4 of the issue:
+   * bytes the group never acknowledged, kept aside in store/truncated/), and take the master's
+   * epoch history. A reason refuses this connection attempt.
+   */
+  async reconcile(masterAddr: string | undefined): Promise<string | null> {
+    if (masterAddr === undefined) return "no master known yet";
+    const cache = await this.#o.roles.fetchEpochCache(masterAddr);
+    if ("error" in cache) return `its epochs could not be read: ${cache.error}`;
+    const remote = cache.epochList.map((e) => ({ epoch: e.epoch, startOffset: e.startOffset }));
+    const masterEpoch = remote.at(-1)?.epoch ?? 0;
+    const known = this.#election?.epoch ?? 0;
+    if (masterEpoch < known) return `${masterAddr} is master of epoch ${masterEpoch}, the group is at epoch ${known}`;
+    const dir = this.#o.storeDir;
+    const localMax = this.#o.roles.confirmedOffset();
+    const point = consistentPoint(readEpochs(dir), localMax, remote, cache.maxOffset);
+    if (point < localMax) this.#o.roles.truncate(point);
+    writeEpochs(dir, remote);
+    return null;
+  }
+
   /** MessageStore.writeFence: why a write must be refused now, or null. */
   fence(): string | null {
+    // Also between stepping down and the store turning read-only (a round awaits etcd in between).
     const e = this.#election;
-    if (e === undefined || e.role !== "master") return null; // a replica's store is read-only already
-    if (e.writable()) return null;
+    if (e?.writable()) return null;
+    if (e?.role !== "master") return `broker ${this.#o.broker.brokerName} is not the master of its group (automatic failover)`;
     return `broker ${this.#o.broker.brokerName} is fenced: its master lease (epoch ${e.epoch}) is not renewed, it acknowledges no write until it is`;
   }
 

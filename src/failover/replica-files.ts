@@ -99,3 +99,31 @@ export function appendEpoch(dir: string, entry: EpochEntry): EpochEntry[] {
   writeFileAtomic(join(dir, EPOCH_FILE), all.map((e) => `${e.epoch} ${e.startOffset}\n`).join(""));
   return all;
 }
+
+/** Replaces the epoch file with `entries` (a replica takes its master's history once their logs agree). */
+export function writeEpochs(dir: string, entries: readonly EpochEntry[]): void {
+  writeFileAtomic(join(dir, EPOCH_FILE), entries.map((e) => `${e.epoch} ${e.startOffset}\n`).join(""));
+}
+
+/** Where each epoch's bytes end in a log that ends at `maxOffset`: the next epoch's start, or the log's end. */
+function endOf(entries: readonly EpochEntry[], i: number, maxOffset: number): number {
+  const next = entries[i + 1];
+  return Math.min(next === undefined ? maxOffset : next.startOffset, maxOffset);
+}
+
+/**
+ * The offset up to which a replica's log (`local`, ending at `localMax`) and its master's
+ * (`remote`, ending at `remoteMax`) hold the same bytes, from their epoch files: the newest epoch
+ * both went through (same number, same start) ends at the earlier of its two ends. With no epoch
+ * in common, what precedes the master's first epoch (data from before failover was on) is taken
+ * as shared. The replica truncates whatever it holds past this point.
+ */
+export function consistentPoint(local: readonly EpochEntry[], localMax: number, remote: readonly EpochEntry[], remoteMax: number): number {
+  for (let i = local.length - 1; i >= 0; i--) {
+    const l = local[i]!;
+    const j = remote.findIndex((r) => r.epoch === l.epoch);
+    if (j < 0 || remote[j]!.startOffset !== l.startOffset) continue;
+    return Math.min(endOf(local, i, localMax), endOf(remote, j, remoteMax));
+  }
+  return Math.min(localMax, remote[0]?.startOffset ?? remoteMax);
+}

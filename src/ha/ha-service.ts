@@ -118,10 +118,19 @@ export class HAService {
   stop(): void {
     if (this.#timer) this.#clock.clearInterval(this.#timer);
     this.#timer = null;
-    for (const c of [...this.#slaves]) c.socket.end();
-    this.#slaves.clear();
     this.#listener?.stop();
     this.#listener = null;
+    this.dropSlaves();
+  }
+
+  /**
+   * Automatic failover: this broker stopped being master. Its slaves are let go (they follow the
+   * new master), and SYNC_MASTER puts still waiting are answered NO_SLAVE. The port stays open:
+   * the broker may be elected again.
+   */
+  dropSlaves(): void {
+    for (const c of [...this.#slaves]) c.socket.end();
+    this.#slaves.clear();
     for (const w of this.#waiters.splice(0)) {
       this.#clock.clearTimeout(w.timer);
       w.resolve("NO_SLAVE");

@@ -4,6 +4,9 @@
  * the master is killed; a paused master that wakes up after the election acknowledges nothing.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { decodeRecordAt } from "../../src/commitlog/index.ts";
 import { ResponseCode } from "../../src/remoting/index.ts";
 import { waitFor } from "../harness/binary.ts";
 import { etcdPresent, startEtcd, type RunningEtcd } from "../harness/etcd.ts";
@@ -66,7 +69,8 @@ describe.skipIf(!present)("automatic failover on etcd (compiled binary)", () => 
 
     await m.kill();
     await elected(c, s, 2);
-    expect((await ha(s)).failover!.epochs).toEqual([{ epoch: 2, startOffset: before }]);
+    // Its history: epoch 1 (taken from the master when it started replicating), then its own.
+    expect((await ha(s)).failover!.epochs).toEqual([{ epoch: 1, startOffset: 0 }, { epoch: 2, startOffset: before }]);
     await routedMaster(c, s.addr);
     const r = await c.sendOne(TOPIC, { addr: s.addr, queueId: 0 });
     expect([r.code, r.remark]).toEqual([ResponseCode.SUCCESS, undefined]);
@@ -105,5 +109,48 @@ describe.skipIf(!present)("automatic failover on etcd (compiled binary)", () => 
     expect(outcomes.map((o) => o.code)).toEqual([ResponseCode.SERVICE_NOT_AVAILABLE, ResponseCode.SERVICE_NOT_AVAILABLE, ResponseCode.SERVICE_NOT_AVAILABLE]);
     await waitFor(async () => (await ha(m)).failover?.role === "replica", 15_000, () => `the old master to step down: ${c.diag()}`);
     expect((await c.sendOne(TOPIC, { addr: s.addr })).code).toBe(ResponseCode.SUCCESS);
+  }, 90_000);
+
+  test("a returning master cuts what the group never got (kept in store/truncated/) and then holds the new master's log", async () => {
+    await using c = await startGroup("fo-c");
+    const [m, s] = [c.master(), c.slave()];
+    await elected(c, m, 1);
+    await c.createTopic(TOPIC);
+    await c.send(TOPIC, 10, { queueId: 1 });
+    const shared = await c.caughtUp();
+    await Bun.sleep(LEASE_MS); // the slave is in the sync state set
+    // The slave dies, the master takes 5 more alone (ASYNC_MASTER acknowledges them), then dies
+    // too, before it could drop the slave from the sync state set.
+    await s.kill();
+    await c.send(TOPIC, 5, { queueId: 1 });
+    const masterEnd = await m.maxOffset();
+    expect(masterEnd).toBeGreaterThan(shared);
+    await m.kill();
+    await s.start(); // in sync when last seen, alive: elected
+    await elected(c, s, 2);
+    expect((await ha(s)).failover!.epochs).toEqual([{ epoch: 1, startOffset: 0 }, { epoch: 2, startOffset: shared }]);
+    const r = await c.sendOne(TOPIC, { addr: s.addr, queueId: 1 });
+    expect([r.code, r.queueOffset]).toEqual([ResponseCode.SUCCESS, 10]); // offset 10 again: the 5 were never the group's
+
+    await m.start();
+    const end = await s.maxOffset();
+    await waitFor(async () => (await m.maxOffset()) === end && (await ha(m)).failover?.role === "replica", 20_000, () => `the old master to cut and catch up: ${c.diag()}`);
+    const dir = join(m.dir, "store", "truncated");
+    expect(existsSync(dir)).toBe(true);
+    const files = readdirSync(dir);
+    expect(files).toEqual([`${shared}-${masterEnd}.commitlog`]);
+    const kept = readFileSync(join(dir, files[0]!));
+    let records = 0;
+    for (let p = 0; p < kept.length; records++) {
+      const rec = decodeRecordAt(kept, p, { checkCrc: true });
+      if (!("totalSize" in rec)) throw new Error(`bad record at ${p} of the kept bytes`);
+      p += rec.totalSize;
+    }
+    expect(records).toBe(5);
+    expect((await ha(m)).failover!.epochs).toEqual([{ epoch: 1, startOffset: 0 }, { epoch: 2, startOffset: shared }]);
+    expect(m.output()).toContain(`truncated the CommitLog at ${shared}`);
+    // Both logs are the same bytes now.
+    const [a, b] = [m.commitLogFiles(), s.commitLogFiles()];
+    for (const [name, bytes] of b) expect(a.get(name)?.equals(bytes)).toBe(true);
   }, 90_000);
 });
