@@ -20,7 +20,9 @@ export class EpochCacheProcessor implements RequestProcessor {
 
   process(_conn: unknown, cmd: RemotingCommand): RemotingCommand {
     const cache = this.#cache();
-    if (cache === null) return createResponse(cmd, ResponseCode.SYSTEM_ERROR, "automatic failover (broker.failover.enable) is off: this broker keeps no epochs");
+    if (cache === null) {
+      return createResponse(cmd, ResponseCode.SYSTEM_ERROR, "automatic failover (broker.failover.enable) is off: this broker keeps no epochs");
+    }
     return createResponse(cmd, ResponseCode.SUCCESS, undefined, undefined, jsonBytes(cache));
   }
 }
