@@ -561,9 +561,14 @@ export class BrokerController {
   /** The store's appends are streamed to the slaves; SYNC_MASTER puts wait for one. */
   #wireMaster(ctx: BrokerContext): void {
     ctx.store.onAppend = () => this.#ha.notifyNewData();
-    if (ctx.settings.brokerRole === "SYNC_MASTER") {
-      ctx.store.replicaWait = (offset) => this.#ha.waitForAck(offset, this.#live.haSlaveTimeoutMs);
-    }
+    if (ctx.settings.brokerRole !== "SYNC_MASTER") return;
+    const failover = this.#failover;
+    ctx.store.replicaWait = failover
+      ? (offset) => {
+          const acks = failover.acksNeeded();
+          return acks === 0 ? Promise.resolve("OK") : this.#ha.waitForAck(offset, this.#live.haSlaveTimeoutMs, acks);
+        }
+      : (offset) => this.#ha.waitForAck(offset, this.#live.haSlaveTimeoutMs);
   }
 
   /** Replicate from the master (#master, or broker.haMasterAddress) and copy its metadata. */

@@ -190,9 +190,32 @@ export class BrokerFailover {
   fence(): string | null {
     // Also between stepping down and the store turning read-only (a round awaits etcd in between).
     const e = this.#election;
-    if (e?.writable()) return null;
+    if (e?.writable()) return this.#inSyncShortage();
     if (e?.role !== "master") return `broker ${this.#o.broker.brokerName} is not the master of its group (automatic failover)`;
     return `broker ${this.#o.broker.brokerName} is fenced: its master lease (epoch ${e.epoch}) is not renewed, it acknowledges no write until it is`;
+  }
+
+  /**
+   * SYNC_MASTER: a write is refused before it is stored while fewer than minInSyncReplicas
+   * replicas (this master included) are in sync, as RocketMQ 5 refuses with
+   * IN_SYNC_REPLICAS_NOT_ENOUGH. Checked with fence() on every put.
+   */
+  #inSyncShortage(): string | null {
+    const b = this.#o.broker;
+    if (b.brokerRole !== "SYNC_MASTER") return null;
+    const have = this.#election?.syncStateSet.length ?? 0;
+    const need = b["failover.minInSyncReplicas"];
+    return have >= need ? null : `in-sync replicas not enough: ${have} in sync, broker.failover.minInSyncReplicas is ${need}`;
+  }
+
+  /**
+   * SYNC_MASTER: how many replicas must acknowledge a write before it is answered: every other
+   * member of the sync state set (any of them may be the next master), and never fewer than
+   * minInSyncReplicas − 1.
+   */
+  acksNeeded(): number {
+    const members = this.#election?.syncStateSet.length ?? 1;
+    return Math.max(this.#o.broker["failover.minInSyncReplicas"] - 1, members - 1);
   }
 
   status(): FailoverStatus {

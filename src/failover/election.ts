@@ -133,6 +133,8 @@ export class Election {
   #unreachableLogged = false;
   #noCandidateLogged = false;
   #stopped = false;
+  /** Master: the sync state set as last read or written (itself alone at the start of its epoch). */
+  #syncMembers: number[] = [];
   /** Master: its own log end at past rounds, oldest first: [clock time, offset]. */
   #history: [number, number][] = [];
 
@@ -158,6 +160,11 @@ export class Election {
   /** The master this replica knows of (itself when master). */
   get master(): MasterRecord | undefined {
     return this.#master;
+  }
+
+  /** Master: the replicas in sync (itself included), as last agreed with etcd. */
+  get syncStateSet(): readonly number[] {
+    return this.#syncMembers;
   }
 
   /** The send path's question: may a write be acknowledged now? (fencing, at the top of this file) */
@@ -271,7 +278,10 @@ export class Election {
       if (r && r.brokerId !== this.#me.brokerId && r.confirmedOffset >= required) members.push(r.brokerId);
     }
     members.sort((a, b) => a - b);
-    if (current && current.epoch === this.#epoch && current.members.join() === members.join()) return;
+    if (current && current.epoch === this.#epoch && current.members.join() === members.join()) {
+      this.#syncMembers = members;
+      return;
+    }
     if (this.#stopped || this.#role !== "master") return;
     const master: MasterRecord = { ...this.#recordBase(), epoch: this.#epoch };
     const written = await this.#kv.txn(
@@ -283,6 +293,7 @@ export class Election {
       ],
       [{ put: `${this.#prefix}syncStateSet`, value: JSON.stringify({ epoch: this.#epoch, members } satisfies SyncStateSet) }],
     );
+    if (written.succeeded) this.#syncMembers = members;
     if (written.succeeded) this.#log.info(`sync state set of epoch ${this.#epoch}: [${members.join(", ")}] (was [${current?.members.join(", ") ?? ""}])`);
   }
 
@@ -352,6 +363,7 @@ export class Election {
     this.#master = master;
     this.#absentTicks = 0;
     this.#history = [[this.#clock.now(), startOffset]];
+    this.#syncMembers = [this.#me.brokerId];
     this.#log.info(`elected master of ${this.#me.brokerName} at epoch ${epoch}, log at offset ${startOffset}`);
     this.#listener.becameMaster(epoch, startOffset);
   }

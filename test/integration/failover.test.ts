@@ -29,17 +29,17 @@ interface FailoverHa {
   failover?: { replicaId?: number; role: string; epoch: number; writable: boolean; master?: { addr: string }; epochs: { epoch: number; startOffset: number }[] };
 }
 
-function failoverYaml(): string {
+function failoverYaml(minInSyncReplicas = 1): string {
   // brokerYaml's broker section, plus the failover group one level deeper.
   return brokerYaml({ broker: { haSlaveTimeoutMs: 2000 } }).replace(
     "broker:\n",
-    `broker:\n  failover:\n    enable: true\n    leaseTtlMs: ${LEASE_MS}\n    etcd: ["${etcd.endpoint}"]\n`,
+    `broker:\n  failover:\n    enable: true\n    leaseTtlMs: ${LEASE_MS}\n    minInSyncReplicas: ${minInSyncReplicas}\n    etcd: ["${etcd.endpoint}"]\n`,
   );
 }
 
-async function startGroup(name: string): Promise<HaCluster> {
-  const yaml = failoverYaml();
-  return HaCluster.start({ groups: [{ name, role: "ASYNC_MASTER", masterYaml: yaml, slaveYaml: yaml }] });
+async function startGroup(name: string, o: { role?: "ASYNC_MASTER" | "SYNC_MASTER"; slaves?: number; minInSyncReplicas?: number } = {}): Promise<HaCluster> {
+  const yaml = failoverYaml(o.minInSyncReplicas);
+  return HaCluster.start({ groups: [{ name, role: o.role ?? "ASYNC_MASTER", slaves: o.slaves ?? 1, masterYaml: yaml, slaveYaml: yaml }] });
 }
 
 const ha = (n: Node) => n.admin<FailoverHa>("/ha");
@@ -152,5 +152,32 @@ describe.skipIf(!present)("automatic failover on etcd (compiled binary)", () => 
     // Both logs are the same bytes now.
     const [a, b] = [m.commitLogFiles(), s.commitLogFiles()];
     for (const [name, bytes] of b) expect(a.get(name)?.equals(bytes)).toBe(true);
+  }, 90_000);
+
+  test("SYNC_MASTER with minInSyncReplicas 2: writes wait for the in-sync replicas, are refused when too few are in sync, and resume", async () => {
+    await using c = await startGroup("fo-d", { role: "SYNC_MASTER", slaves: 2, minInSyncReplicas: 2 });
+    const m = c.master();
+    await elected(c, m, 1);
+    await c.createTopic(TOPIC);
+    // Until a slave has caught up, the master is alone in its sync state set: refused.
+    await waitFor(async () => (await c.sendOne(TOPIC)).code === ResponseCode.SUCCESS, 15_000, () => `a send to succeed: ${c.diag()}`);
+    await c.send(TOPIC, 20);
+    await c.caughtUp();
+    await c.slave(0).kill();
+    await c.slave(1).kill();
+    // The set shrinks to the master after haSlaveTimeoutMs (2 s): refused before anything is stored.
+    const end = await m.maxOffset();
+    const refused = await waitFor(async () => {
+      const r = await c.sendOne(TOPIC, { timeoutMs: 8000 });
+      return r.code === ResponseCode.SERVICE_NOT_AVAILABLE && r.remark?.includes("in-sync replicas not enough") ? r : null;
+    }, 20_000, () => `sends to be refused: ${c.diag()}`);
+    expect(refused.remark).toContain("minInSyncReplicas is 2");
+    const stored = await m.maxOffset();
+    expect((await c.sendOne(TOPIC)).code).toBe(ResponseCode.SERVICE_NOT_AVAILABLE);
+    expect(await m.maxOffset()).toBe(stored); // a refusal stores nothing
+    expect(stored).toBeGreaterThanOrEqual(end);
+    await c.slave(0).start();
+    await waitFor(async () => (await c.sendOne(TOPIC, { timeoutMs: 8000 })).code === ResponseCode.SUCCESS, 20_000, () => `sends to resume: ${c.diag()}`);
+    expect(await c.slave(0).maxOffset()).toBe(await m.maxOffset()); // answered only once the slave has it
   }, 90_000);
 });
