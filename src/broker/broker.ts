@@ -640,6 +640,7 @@ export class BrokerController {
     });
     this.#failover = failover;
     ctx.store.writeFence = () => failover.fence();
+    ctx.failover = () => failover.summary();
     failover.start();
   }
 

@@ -218,6 +218,12 @@ export class BrokerFailover {
     return Math.max(this.#o.broker["failover.minInSyncReplicas"] - 1, members - 1);
   }
 
+  /** For GET_BROKER_RUNTIME_INFO (mqadmin brokerStatus). */
+  summary(): { replicaId: number | undefined; role: ElectionRole; epoch: number; syncStateSet: readonly number[] } {
+    const e = this.#election;
+    return { replicaId: this.#replicaId, role: e?.role ?? "replica", epoch: e?.epoch ?? 0, syncStateSet: e?.role === "master" ? e.syncStateSet : [] };
+  }
+
   status(): FailoverStatus {
     const e = this.#election;
     return {

@@ -7,7 +7,8 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { decodeRecordAt } from "../../src/commitlog/index.ts";
-import { ResponseCode } from "../../src/remoting/index.ts";
+import { RequestCode, ResponseCode } from "../../src/remoting/index.ts";
+import { bodyJson } from "../harness/wire.ts";
 import { waitFor } from "../harness/binary.ts";
 import { etcdPresent, startEtcd, type RunningEtcd } from "../harness/etcd.ts";
 import { brokerYaml, HaCluster, type Node } from "../harness/ha-cluster.ts";
@@ -72,6 +73,9 @@ describe.skipIf(!present)("automatic failover on etcd (compiled binary)", () => 
     // Its history: epoch 1 (taken from the master when it started replicating), then its own.
     expect((await ha(s)).failover!.epochs).toEqual([{ epoch: 1, startOffset: 0 }, { epoch: 2, startOffset: before }]);
     await routedMaster(c, s.addr);
+    // What mqadmin brokerStatus shows (GET_BROKER_RUNTIME_INFO).
+    const status = bodyJson<{ table: Record<string, string> }>(await c.call(s.addr, RequestCode.GET_BROKER_RUNTIME_INFO)).table;
+    expect([status.brokerRole, status.failoverRole, status.failoverEpoch]).toEqual(["ASYNC_MASTER", "master", "2"]);
     const r = await c.sendOne(TOPIC, { addr: s.addr, queueId: 0 });
     expect([r.code, r.remark]).toEqual([ResponseCode.SUCCESS, undefined]);
     expect(r.queueOffset).toBe(40); // the queue goes on where the old master left it
