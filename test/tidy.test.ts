@@ -193,14 +193,15 @@ describe("tidy", () => {
       ha: ["common", "protocol", "commitlog", "ha"],
       acl: ["common", "protocol", "remoting", "config", "acl"],
       namesrv: ["common", "protocol", "remoting", "config", "acl", "namesrv"],
-      broker: ["common", "protocol", "remoting", "commitlog", "ha", "config", "acl", "broker"],
+      failover: ["common", "failover"],
+      broker: ["common", "protocol", "remoting", "commitlog", "ha", "config", "acl", "failover", "broker"],
       client: ["common", "protocol", "remoting", "client"],
       config: ["common", "protocol", "config"],
       cli: ["common", "protocol", "config", "cli"],
       admin: ["common", "protocol", "admin", "namesrv", "broker", "ha"],
       // `rocketbun admin`: a client of the wire protocol like src/client/, never of a server's internals.
       "admin-cli": ["common", "protocol", "remoting", "client", "admin-cli"],
-      "(root)": ["common", "protocol", "remoting", "commitlog", "ha", "acl", "namesrv", "broker", "client", "config", "cli", "admin", "admin-cli", "(root)"],
+      "(root)": ["common", "protocol", "remoting", "commitlog", "ha", "acl", "failover", "namesrv", "broker", "client", "config", "cli", "admin", "admin-cli", "(root)"],
     };
     const problems: string[] = [];
     for (const f of sources) {

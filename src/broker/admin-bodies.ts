@@ -170,6 +170,17 @@ export function versionDesc(ordinal: number): string {
  * The GET_BROKER_RUNTIME_INFO table (Java AdminBrokerProcessor.prepareRuntimeInfo plus the
  * store's getRuntimeInfo). Thread-pool keys are 0: requests are handled inline, nothing queues.
  */
+/** The role in force (automatic failover changes it at run time) and, with failover, the election's view. */
+function addRoleInfo(ctx: BrokerContext, table: Record<string, string>): void {
+  table.brokerRole = ctx.settings.brokerRole;
+  const f = ctx.failover?.();
+  if (f === undefined) return;
+  table.failoverReplicaId = String(f.replicaId ?? -1);
+  table.failoverRole = f.role;
+  table.failoverEpoch = String(f.epoch);
+  table.failoverSyncStateSet = f.syncStateSet.join(",");
+}
+
 export function runtimeInfo(ctx: BrokerContext, stats: BrokerStats): Record<string, string> {
   const st = stats.snapshot();
   const store = ctx.store;
@@ -227,6 +238,7 @@ export function runtimeInfo(ctx: BrokerContext, stats: BrokerStats): Record<stri
     putLatency999: "0.00",
     remainTransientStoreBufferNumbs: String(2 ** 31 - 1),
   };
+  addRoleInfo(ctx, table);
   // Java ScheduleMessageService.buildRunningStats: "<delivered offset>,<max offset>" per level.
   for (const [level, offset] of Object.entries(ctx.delayOffsets.table().offsetTable)) {
     table[`scheduleMessageOffset_${level}`] = `${offset},${store.getMaxOffsetInQueue(SCHEDULE_TOPIC, Number(level) - 1)}`;

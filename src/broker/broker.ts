@@ -8,6 +8,7 @@ import { networkInterfaces } from "node:os";
 import type { Config } from "../config/schema.ts";
 import { nowOf, systemClock, type Clock, type TimerHandle } from "../common/clock.ts";
 import { scope, type Logger } from "../common/log.ts";
+import { parseJsonBytes } from "../common/json.ts";
 import { MessageConst, parseProperties, SysFlag, tagsHashCode, transactionType, type DecodedRecord } from "../common/message-record.ts";
 import type { TlsMaterial } from "../common/tls.ts";
 import { MessageStore, parseHostAddress, type StoreRuntimeOptions } from "../commitlog/index.ts";
@@ -21,6 +22,7 @@ import {
   REMOTING_CLIENT_DEFAULTS,
   RequestCode,
   RequestStats,
+  ResponseCode,
   type ConfigUpdateOutcome,
   type RequestProcessor,
   type RequestStatsSnapshot,
@@ -36,6 +38,8 @@ import { BrokerStats } from "./stats.ts";
 import { brokerMetricsState, StoreTimeCache, type BrokerMetricsState } from "./metrics-state.ts";
 import { NamesrvRegistration } from "./namesrv-registration.ts";
 import { SlaveSynchronize } from "./slave-sync.ts";
+import { BrokerFailover, type EpochEntryCache, type FailoverStatus } from "./failover.ts";
+import { EpochCacheProcessor } from "./processors/epoch-cache.ts";
 import { AclAdminProcessor } from "./processors/acl-admin.ts";
 import { AdminProcessor } from "./processors/admin.ts";
 import { BrokerToClientProcessor } from "./processors/broker-to-client.ts";
@@ -120,6 +124,8 @@ export interface ReplicationInfo {
   slaves?: SlaveStatus[];
   /** Slave: its connection to the master, how far it got and how far behind it is (bytes, seconds). */
   master?: HAClientStatus & { masterAddr: string | undefined; lastMetadataSyncAt: number };
+  /** broker.failover.enable: this replica's id, elected role, epoch and epoch file. */
+  failover?: FailoverStatus;
 }
 
 /** Slave: how often it copies its master's topics, offsets and groups (RocketMQ: 10 s). */
@@ -179,6 +185,12 @@ export class BrokerController {
   readonly #haTransport: HaTransport | undefined;
   #haClient: HAClient | null = null;
   #slaveSync: SlaveSynchronize | null = null;
+  /** A slave's timers (metadata sync, master offset poll): stopped when failover promotes it. */
+  #slaveTimers: TimerHandle[] = [];
+  /** broker.failover.enable: the election decides this broker's role (./failover.ts). */
+  #failover: BrokerFailover | null = null;
+  /** Failover: the name servers to register with once the replica id is known. */
+  #namesrvAddr: string[] = [];
   /** Slave: the master's addresses, as the name server reported them. */
   #master: { addr?: string; haAddr?: string } = {};
   /** Slave: when a metadata sync was last brought forward by a message of an unknown topic. */
@@ -276,7 +288,8 @@ export class BrokerController {
     const tx = this.#buildTransactions(ctx, schedule);
     this.#registerProcessors(ctx, schedule, tx);
     this.#startServices(ctx, schedule, tx);
-    this.#startRegistration(ctx, namesrvAddr);
+    if (this.#o.broker["failover.enable"]) this.#startFailover(ctx, namesrvAddr);
+    else this.#startRegistration(ctx, namesrvAddr, this.#o.broker.brokerId);
   }
 
   #settings(): BrokerSettings {
@@ -285,7 +298,8 @@ export class BrokerController {
       clusterName: b.brokerClusterName,
       brokerName: b.brokerName,
       brokerId: b.brokerId,
-      brokerRole: b.brokerRole,
+      // Failover: every replica starts without a role; the election makes one master.
+      brokerRole: b["failover.enable"] ? "SLAVE" : b.brokerRole,
       brokerAddr: this.brokerAddr,
       storeHost: parseHostAddress(this.brokerAddr),
       autoCreateTopicEnable: b.autoCreateTopicEnable,
@@ -312,7 +326,7 @@ export class BrokerController {
       ...o.store,
       segmentBytes: o.store.commitLogSegmentBytes,
       storeHost: settings.storeHost,
-      readOnly: o.broker.brokerRole === "SLAVE",
+      readOnly: settings.brokerRole === "SLAVE",
       maxMessageSizeBytes: o.broker.maxMessageSizeBytes,
       tagsCodeFor: schedule.tagsCodeFor,
       clock: this.#clock,
@@ -420,6 +434,7 @@ export class BrokerController {
       [AdminProcessor.CODES, new AdminProcessor(ctx, ctx.stats, undefined, this.#o.configAccess)],
       [BrokerToClientProcessor.CODES, new BrokerToClientProcessor(ctx)],
       [AclAdminProcessor.CODES, new AclAdminProcessor(ctx, this.#acl)],
+      [EpochCacheProcessor.CODES, new EpochCacheProcessor(() => this.#failover?.epochCache() ?? null)],
     ];
     for (const [codes, p] of processors) {
       this.#server.registerAll(codes, p);
@@ -442,14 +457,14 @@ export class BrokerController {
     ctx.hold.start();
     this.#startReplication(ctx);
     this.#schedule = schedule;
-    if (this.#o.broker.brokerRole !== "SLAVE") schedule.start(ctx);
+    schedule.start(ctx); // not on a slave (it checks the role)
     // Check-backs come from the master only; a slave's half queue is a replica.
     tx.start();
     this.#startExpiryScan();
     this.#timers.push(this.#clock.setInterval(() => void this.#persistOffsetsAsync(), 5000));
   }
 
-  #startRegistration(ctx: BrokerContext, namesrvAddr: string[]): void {
+  #startRegistration(ctx: BrokerContext, namesrvAddr: string[], brokerId: number): void {
     const o = this.#o;
     this.#registration = new NamesrvRegistration({
       client: this.#client,
@@ -458,7 +473,7 @@ export class BrokerController {
         clusterName: o.broker.brokerClusterName,
         brokerAddr: this.brokerAddr,
         brokerName: o.broker.brokerName,
-        brokerId: o.broker.brokerId,
+        brokerId,
         haServerAddr: `${this.#advertisedIp()}:${this.#ports.ha}`,
       },
       topics: () => ctx.topics.wrapper(),
@@ -469,7 +484,8 @@ export class BrokerController {
         // A name server that does not list the master (it died, or this name server has not
         // heard from it yet) leaves the last known addresses in place: the HA client keeps
         // retrying them, and results from the other name servers do not flap them.
-        if (!r.ok || o.broker.brokerRole !== "SLAVE" || !r.masterAddr) return;
+        // Under failover the election names the master, not the name servers.
+        if (!r.ok || ctx.settings.brokerRole !== "SLAVE" || this.#failover || !r.masterAddr) return;
         const changed = r.masterAddr !== this.#master.addr;
         this.#master = { addr: r.masterAddr, haAddr: r.haServerAddr ?? this.#master.haAddr };
         if (changed) {
@@ -550,15 +566,28 @@ export class BrokerController {
 
   /** Master: stream the CommitLog to slaves (and wait for them in SYNC_MASTER). Slave: follow the master. */
   #startReplication(ctx: BrokerContext): void {
-    const o = this.#o;
     this.#ha.attachStore(ctx.store);
-    if (o.broker.brokerRole !== "SLAVE") {
-      ctx.store.onAppend = () => this.#ha.notifyNewData();
-      if (o.broker.brokerRole === "SYNC_MASTER") {
-        ctx.store.replicaWait = (offset) => this.#ha.waitForAck(offset, this.#live.haSlaveTimeoutMs);
-      }
-      return;
-    }
+    if (this.#o.broker["failover.enable"]) return; // the election decides (#startFailover)
+    if (ctx.settings.brokerRole !== "SLAVE") this.#wireMaster(ctx);
+    else this.#followMaster(ctx);
+  }
+
+  /** The store's appends are streamed to the slaves; SYNC_MASTER puts wait for one. */
+  #wireMaster(ctx: BrokerContext): void {
+    ctx.store.onAppend = () => this.#ha.notifyNewData();
+    if (ctx.settings.brokerRole !== "SYNC_MASTER") return;
+    const failover = this.#failover;
+    ctx.store.replicaWait = failover
+      ? (offset) => {
+          const acks = failover.acksNeeded();
+          return acks === 0 ? Promise.resolve("OK") : this.#ha.waitForAck(offset, this.#live.haSlaveTimeoutMs, acks);
+        }
+      : (offset) => this.#ha.waitForAck(offset, this.#live.haSlaveTimeoutMs);
+  }
+
+  /** Replicate from the master (#master, or broker.haMasterAddress) and copy its metadata. */
+  #followMaster(ctx: BrokerContext): void {
+    const o = this.#o;
     this.#haClient = new HAClient({
       store: ctx.store,
       masterHaAddr: () => o.broker.haMasterAddress || this.#master.haAddr,
@@ -569,6 +598,7 @@ export class BrokerController {
       onRecords: (records) => this.#onReplicated(ctx, records),
       clock: this.#clock,
       transport: this.#haTransport,
+      ...(this.#failover ? { beforeConnect: ((f) => () => f.reconcile(this.#master.addr))(this.#failover) } : {}),
     });
     this.#haClient.start();
     const sync = new SlaveSynchronize({
@@ -583,7 +613,7 @@ export class BrokerController {
     });
     this.#slaveSync = sync;
     const haClient = this.#haClient;
-    this.#timers.push(
+    this.#slaveTimers.push(
       this.#clock.setInterval(() => void sync.syncAll(), SLAVE_SYNC_INTERVAL_MS),
       this.#clock.setInterval(() => {
         void sync.masterMaxOffset().then((max) => {
@@ -591,6 +621,97 @@ export class BrokerController {
         });
       }, MASTER_OFFSET_POLL_MS),
     );
+  }
+
+  /** Stops replicating (failover promoted this replica, or its master changed). */
+  #stopFollowing(): void {
+    this.#haClient?.stop();
+    this.#haClient = null;
+    this.#slaveSync = null;
+    for (const t of this.#slaveTimers) this.#clock.clearInterval(t);
+    this.#slaveTimers = [];
+  }
+
+  /** broker.failover.enable: join the election; registration waits for the replica id (./failover.ts). */
+  #startFailover(ctx: BrokerContext, namesrvAddr: string[]): void {
+    this.#namesrvAddr = namesrvAddr;
+    const failover = new BrokerFailover({
+      broker: this.#o.broker,
+      storeDir: this.#o.store.dir,
+      addr: this.brokerAddr,
+      haAddr: `${this.#advertisedIp()}:${this.#ports.ha}`,
+      clock: this.#clock,
+      log: scope("failover"),
+      inSyncWithinMs: () => this.#live.haSlaveTimeoutMs,
+      roles: {
+        promote: (epoch) => this.#promote(ctx, epoch),
+        follow: (master) => this.#follow(ctx, master),
+        registerAs: (brokerId) => this.#registerAs(ctx, brokerId),
+        confirmedOffset: () => ctx.store.maxPhyOffset,
+        fetchEpochCache: (addr) => this.#fetchEpochCache(addr),
+        truncate: (offset) => void ctx.store.truncateTail(offset),
+      },
+    });
+    this.#failover = failover;
+    ctx.store.writeFence = () => failover.fence();
+    ctx.failover = () => failover.summary();
+    failover.start();
+  }
+
+  /** GET_BROKER_EPOCH_CACHE at another replica of the group. */
+  async #fetchEpochCache(addr: string): Promise<EpochEntryCache | { error: string }> {
+    try {
+      const res = await this.#client.invoke(addr, createRequest(RequestCode.GET_BROKER_EPOCH_CACHE), this.#o.remoting.requestTimeoutMs);
+      if (res.code !== ResponseCode.SUCCESS) return { error: `${addr} answered ${res.code} ${res.remark ?? ""}` };
+      const body = parseJsonBytes(res.body ?? new Uint8Array()) as Partial<EpochEntryCache> | null;
+      if (!body || !Array.isArray(body.epochList) || typeof body.maxOffset !== "number") return { error: `${addr} sent no epoch cache` };
+      return body as EpochEntryCache;
+    } catch (e) {
+      return { error: e instanceof Error ? e.message : String(e) };
+    }
+  }
+
+  /** Failover elected this replica: it takes writes from now on, with no restart. */
+  #promote(ctx: BrokerContext, epoch: number): void {
+    const s = ctx.settings;
+    this.#stopFollowing();
+    this.#master = {};
+    s.brokerRole = this.#o.broker.brokerRole === "SLAVE" ? "ASYNC_MASTER" : this.#o.broker.brokerRole;
+    s.brokerId = 0;
+    ctx.store.setReadOnly(false);
+    this.#wireMaster(ctx);
+    this.#schedule?.start(ctx);
+    this.#tx?.start();
+    this.#log.warn(`failover: ${s.brokerName} is master now (epoch ${epoch}, ${s.brokerRole}, log at ${ctx.store.maxPhyOffset})`);
+  }
+
+  /** Failover: another replica is master; this one stops writing (if it did) and replicates from it. */
+  #follow(ctx: BrokerContext, master: { addr: string; haAddr: string }): void {
+    const s = ctx.settings;
+    const wasMaster = s.brokerRole !== "SLAVE";
+    s.brokerRole = "SLAVE";
+    ctx.store.setReadOnly(true);
+    ctx.store.onAppend = undefined;
+    ctx.store.replicaWait = undefined;
+    if (wasMaster) {
+      void this.#schedule?.stop();
+      void this.#tx?.stop();
+      this.#ha.dropSlaves();
+    }
+    const changed = master.addr !== this.#master.addr || master.haAddr !== this.#master.haAddr;
+    this.#master = master;
+    if (changed || this.#haClient === null) {
+      this.#stopFollowing();
+      this.#followMaster(ctx);
+    }
+    this.#log.warn(`failover: ${s.brokerName} follows ${master.addr} (HA ${master.haAddr})${wasMaster ? ", stepped down from master" : ""}`);
+  }
+
+  /** Registers (again, at once) under `brokerId`: 0 as master, the replica id otherwise. */
+  #registerAs(ctx: BrokerContext, brokerId: number): void {
+    if (brokerId !== 0) ctx.settings.brokerId = brokerId;
+    if (this.#registration === null) this.#startRegistration(ctx, this.#namesrvAddr, brokerId);
+    else void this.#registration.setBrokerId(brokerId);
   }
 
   /**
@@ -666,10 +787,12 @@ export class BrokerController {
     // Let the answers to parked pulls leave before the connections close (an event-loop turn, not
     // a time: it runs on the real loop whatever the clock).
     await new Promise((r) => setTimeout(r, 0));
-    this.#haClient?.stop();
+    this.#stopFollowing();
     this.#ha.stop();
     this.#server.stop();
     this.#vipServer.stop();
+    // Nothing is written any more: give the election lease back so a replica takes over now.
+    await this.#failover?.stop();
     await this.#client.close();
     await this.#schedule?.stop();
     await this.#tx?.stop();
@@ -684,12 +807,14 @@ export class BrokerController {
     clients: () => clientsView(this.#need()),
     traffic: () => trafficCounters(this.#need()),
     replication: () => {
-      const role = this.#o.broker.brokerRole;
-      if (role !== "SLAVE") return { role, slaves: this.#ha.status() };
+      const role = this.#ctx?.settings.brokerRole ?? this.#o.broker.brokerRole;
+      const failover = this.#failover ? { failover: this.#failover.status() } : {};
+      if (role !== "SLAVE") return { role, slaves: this.#ha.status(), ...failover };
       const st = this.#haClient?.status();
       return {
         role,
         ...(st ? { master: { ...st, masterAddr: this.#master.addr, lastMetadataSyncAt: this.#slaveSync?.lastSyncAt ?? 0 } } : {}),
+        ...failover,
       };
     },
     settings: () => this.#need().settings,

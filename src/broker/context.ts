@@ -66,4 +66,6 @@ export interface BrokerContext {
   topicsChanged: () => void;
   /** Creates (or returns) a topic the broker needs internally (retry, DLQ, …). */
   createTopicIfAbsent: (topic: string, queueNums: number, perm: number) => TopicConfig;
+  /** broker.failover.enable: this replica's id, elected role, epoch and sync state set (brokerStatus shows them). */
+  failover?: () => { replicaId: number | undefined; role: string; epoch: number; syncStateSet: readonly number[] };
 }

@@ -33,7 +33,7 @@ const REGISTER_TIMEOUT_MS = 6000;
 export class NamesrvRegistration {
   readonly #client: RemotingClient;
   #namesrvs: string[];
-  readonly #id: RegistrationIdentity;
+  #id: RegistrationIdentity;
   readonly #topics: () => TopicConfigWrapper;
   readonly #log: Logger;
   #periodMs: number;
@@ -107,6 +107,17 @@ export class NamesrvRegistration {
 
   get lastSuccessAt(): number {
     return this.#lastSuccessAt;
+  }
+
+  /**
+   * Automatic failover: the broker now registers as `brokerId` (0 as master, its replica id
+   * otherwise), at once. A name server replaces the entry this address had under its old id.
+   */
+  async setBrokerId(brokerId: number): Promise<RegisterResult[]> {
+    if (brokerId === this.#id.brokerId) return [];
+    this.#id = { ...this.#id, brokerId };
+    if (this.#stopped) return [];
+    return this.registerAll();
   }
 
   /** Topics changed: register again shortly (changes made together ride on one registration). */

@@ -55,6 +55,7 @@ const VALUE_FLAGS: Record<string, { prop: keyof CliFlags; arg: string }> = {
   "--flush-disk": { prop: "flushDisk", arg: "ASYNC_FLUSH|SYNC_FLUSH" },
   "--log-level": { prop: "logLevel", arg: "debug|info|warn|error" },
   "--ports-file": { prop: "portsFile", arg: "FILE" },
+  "--etcd": { prop: "etcd", arg: "HOST:PORT[;HOST:PORT...]" },
 };
 
 const ACTION_FLAGS: Record<string, Exclude<CliAction, "run">> = {
@@ -227,6 +228,7 @@ Flags:
   --broker-id N               0 = master, >= 1 = slave (default 0; 1 for role slave)
   --broker-role ROLE          ASYNC_MASTER or SYNC_MASTER (default ASYNC_MASTER)
   --flush-disk TYPE           ASYNC_FLUSH or SYNC_FLUSH (store.flushDiskType, default ASYNC_FLUSH)
+  --etcd ADDR[;ADDR...]       etcd endpoints for automatic failover (broker.failover.etcd)
   --log-level LEVEL           debug, info, warn or error (default info)
   --ports-file FILE           after binding, write the ports actually bound as JSON to FILE
   --check-config              validate the configuration, store dir and ports, then exit

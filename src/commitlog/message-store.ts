@@ -269,6 +269,11 @@ export class MessageStore {
   onAppend: (() => void) | undefined = undefined;
   /** SYNC_MASTER: set by the broker so puts wait for a slave's acknowledgement. */
   replicaWait: ReplicaWait | undefined = undefined;
+  /**
+   * Automatic failover: why this store must not take a write now (a master whose election lease
+   * is not renewed is fenced), or null. Asked with every put, before anything is appended.
+   */
+  writeFence: (() => string | null) | undefined = undefined;
 
   private constructor(o: MessageStoreOptions) {
     // A copy: reconfigure() changes it, and the caller's object is not ours to change.
@@ -386,16 +391,7 @@ export class MessageStore {
     if (scan.truncatedBytes > 0) problems.push(`commitlog: torn tail of ${scan.truncatedBytes} bytes at ${scan.endOffset} truncated`);
 
     // Apply: cut the log at its real end, drop index units that point past it.
-    this.commitLog.truncateTo(scan.endOffset);
-    this.#reputOffset = scan.endOffset;
-    this.#index.dropFilesAbove(scan.endOffset);
-    const clMin = this.commitLog.minOffset;
-    for (const cq of this.#allQueues()) {
-      cq.truncateDirty(scan.endOffset, abnormal ? (off, phy, size) => this.#unitNamesRecord(cq, off, phy, size) : undefined);
-      cq.correctMinOffset(clMin);
-      this.commitLog.setNextQueueOffset(cq.topic, cq.queueId, cq.maxOffset);
-      cq.writtenHereFrom = cq.maxOffset;
-    }
+    this.#cutAt(scan.endOffset, abnormal);
     this.#recoveryProblems = null;
     this.recovery = {
       abnormal,
@@ -724,6 +720,75 @@ export class MessageStore {
     this.#log.error(`${where}: ${what}; the store takes no more writes, reads go on, a restart recovers: ${err.stack ?? err.message}`);
   }
 
+  /**
+   * The CommitLog ends at `offset` from now on: the queues' units and index entries past it go,
+   * each queue's put counter continues from its queue. `verifyUnits`: a unit below the cut is
+   * kept only if it names its record (after a crash, when units may be torn).
+   */
+  #cutAt(offset: number, verifyUnits: boolean): void {
+    this.commitLog.truncateTo(offset);
+    this.#reputOffset = offset;
+    this.#index.dropFilesAbove(offset);
+    const clMin = this.commitLog.minOffset;
+    for (const cq of this.#allQueues()) {
+      cq.truncateDirty(offset, verifyUnits ? (off, phy, size) => this.#unitNamesRecord(cq, off, phy, size) : undefined);
+      cq.correctMinOffset(clMin);
+      this.commitLog.setNextQueueOffset(cq.topic, cq.queueId, cq.maxOffset);
+      cq.writtenHereFrom = cq.maxOffset;
+    }
+  }
+
+  /**
+   * Automatic failover: a replica whose log went past the point it shares with its new master
+   * (bytes the group never acknowledged) cuts it there. The bytes cut are first kept whole in
+   * `<dir>/truncated/<from>-<to>.commitlog` (CommitLog records, for inspection; never served),
+   * then removed as recovery removes a torn tail. Only a read-only store (a replica) is cut.
+   */
+  truncateTail(offset: number): { records: number; bytes: number; file: string | null } {
+    assert(this.#o.readOnly === true, "only a replica's store is truncated (the store takes writes)");
+    this.reput();
+    const max = this.commitLog.maxOffset;
+    if (offset >= max) return { records: 0, bytes: 0, file: null };
+    assert(offset >= this.commitLog.minOffset, "truncation point {} is below the log's start {}", offset, this.commitLog.minOffset);
+    const parts: Uint8Array[] = [];
+    let records = 0;
+    for (let pos = offset; pos < max; ) {
+      const seg = this.commitLog.segmentFor(pos);
+      if (!seg) break;
+      const from = pos - seg.fileFromOffset;
+      const to = Math.min(seg.wrotePosition, max - seg.fileFromOffset);
+      const bytes = seg.buf.slice(from, to);
+      for (let p = 0; p < bytes.length; ) {
+        const r = decodeRecordAt(bytes, p, { checkCrc: false, readBody: false });
+        if (!("totalSize" in r)) break;
+        records++;
+        p += r.totalSize;
+      }
+      parts.push(bytes);
+      pos = seg.fileFromOffset + seg.fileSize;
+    }
+    const dir = join(this.#o.dir, "truncated");
+    this.#disk.mkdirs(dir);
+    const file = join(dir, `${offset}-${max}.commitlog`);
+    this.#disk.writeFileAtomic(file, Buffer.concat(parts));
+    this.#cutAt(offset, false);
+    this.#log.warn(`truncated the CommitLog at ${offset}: ${max - offset} bytes, ${records} records past the point shared with the master, kept in ${file}`);
+    return { records, bytes: max - offset, file };
+  }
+
+  /**
+   * Automatic failover: a slave promoted to master takes writes from now on; a master stepping
+   * down stops. Promoted, the replicated records are dispatched first, and each queue's next
+   * offset (the put path's counter) continues from its ConsumeQueue, which replication filled.
+   */
+  setReadOnly(readOnly: boolean): void {
+    if (!readOnly && this.#o.readOnly) {
+      this.reput();
+      for (const cq of this.#allQueues()) this.commitLog.setNextQueueOffset(cq.topic, cq.queueId, cq.maxOffset);
+    }
+    this.#o.readOnly = readOnly;
+  }
+
   /** Why the write path halted (see #halted), or null while it takes writes. */
   get halted(): string | null {
     return this.#halted === null ? null : this.#halted.message;
@@ -732,6 +797,8 @@ export class MessageStore {
   #refusal(): string | null {
     if (this.#shutdown) return "message store has shut down";
     if (this.#o.readOnly) return "message store is read-only (slave)";
+    const fenced = this.writeFence?.();
+    if (fenced) return fenced;
     // Before the CommitLog's write error: an assertion inside an append sets that too, and the
     // answer should name the bug.
     if (this.#halted) {

@@ -509,13 +509,15 @@ describe("--print-config", () => {
     const text = toYaml(ok(undefined, { role: "standalone" }).config);
     const lines = text.split("\n").filter((l) => /^ *[A-Za-z0-9]+:/.test(l));
     const printed: string[] = [];
-    let section = "";
+    const path: string[] = []; // the mapping keys enclosing the current line, by indent level
     for (const l of lines) {
       const name = l.trim().split(":")[0] ?? "";
-      if (!l.startsWith(" ")) {
-        section = name;
-        if (!(SECTIONS as readonly string[]).includes(name)) printed.push(name);
-      } else printed.push(`${section}.${name}`);
+      const depth = (l.length - l.trimStart().length) / 2;
+      path.length = depth;
+      const full = [...path, name].join(".");
+      if (l.trimEnd().endsWith(":") && (depth === 0 ? (SECTIONS as readonly string[]).includes(name) : KEYS.some((d) => d.key.startsWith(`${full}.`)))) {
+        path.push(name);
+      } else printed.push(full);
     }
     expect(printed).toEqual(KEYS.map((d) => d.key));
   });

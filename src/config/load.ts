@@ -50,6 +50,7 @@ export interface CliFlags {
   brokerId?: string;
   brokerRole?: string;
   flushDisk?: string;
+  etcd?: string;
   logLevel?: string;
   portsFile?: string;
 }
@@ -85,6 +86,7 @@ const FLAG_KEYS: readonly { prop: keyof CliFlags; flag: string; key: (role: Role
   { prop: "brokerRole", flag: "--broker-role", key: () => "broker.brokerRole" },
   { prop: "store", flag: "--store", key: () => "store.dir" },
   { prop: "flushDisk", flag: "--flush-disk", key: () => "store.flushDiskType" },
+  { prop: "etcd", flag: "--etcd", key: () => "broker.failover.etcd" },
 ];
 
 const ROLE_LIST = ROLES.join("|");
@@ -300,16 +302,13 @@ function parseConfigText(file: string, text: string): FileValues {
       let value = pair.value as Node | null;
       if (isAlias(value)) value = (value.resolve(doc) as Node | undefined) ?? null;
 
-      if (section === undefined && (SECTIONS as readonly string[]).includes(name)) {
+      const def = keyDef(path);
+      if (def === undefined && isKeyGroup(path)) {
         if (value === null || (isScalar(value) && value.value === null)) continue; // all keys commented out
-        if (!isMap(value)) {
-          report(keyOffset, path, `expected a mapping of keys, got ${isSeq(value) ? "a list" : "a single value"}`);
-          continue;
-        }
-        walk(value.items as Pair[], name);
+        if (!isMap(value)) report(keyOffset, path, `expected a mapping of keys, got ${isSeq(value) ? "a list" : "a single value"}`);
+        else walk(value.items as Pair[], path);
         continue;
       }
-      const def = keyDef(path);
       if (def === undefined) {
         report(keyOffset, path, unknownKey(name, section));
         continue;
@@ -329,11 +328,16 @@ function parseConfigText(file: string, text: string): FileValues {
   return out;
 }
 
+/** A section (broker) or a group of keys inside one (broker.failover): a mapping, not a value. */
+function isKeyGroup(path: string): boolean {
+  return path.includes(".") ? KEYS.some((d) => d.key.startsWith(`${path}.`)) : (SECTIONS as readonly string[]).includes(path);
+}
+
 /** `unknown key "x"`, with the closest key of the same section or the section it belongs in. */
 function unknownKey(name: string, section: string | undefined): string {
-  const leaf = (k: string) => k.slice(k.indexOf(".") + 1);
+  const leaf = (k: string) => k.slice(k.lastIndexOf(".") + 1);
   const all: string[] = KEYS.map((d) => d.key);
-  const here = all.filter((k) => (section === undefined ? !k.includes(".") : k.startsWith(`${section}.`)));
+  const here = all.filter((k) => (section === undefined ? !k.includes(".") : k.startsWith(`${section}.`) && !k.slice(section.length + 1).includes(".")));
   const near = closest(name, [...here.map(leaf), ...(section === undefined ? SECTIONS : [])]);
   if (near !== undefined) return `unknown key "${name}" (did you mean "${near}"?)`;
   // A known key in the wrong place, e.g. flushDiskType under broker:.
@@ -341,7 +345,7 @@ function unknownKey(name: string, section: string | undefined): string {
   const other = closest(name, elsewhere.map(leaf));
   const full = other === undefined ? undefined : elsewhere.find((k) => leaf(k) === other);
   if (full === undefined) return `unknown key "${name}"`;
-  const place = full.includes(".") ? `the ${full.split(".")[0]} section` : "the top level";
+  const place = full.includes(".") ? `the ${full.slice(0, full.lastIndexOf("."))} section` : "the top level";
   return `unknown key "${name}" (did you mean "${full}"? it belongs in ${place})`;
 }
 
@@ -355,11 +359,12 @@ function unknownKey(name: string, section: string | undefined): string {
 export function toPlain(config: Config): Record<string, unknown> {
   const obj: Record<string, unknown> = {};
   for (const def of KEYS) {
-    const [a, b] = def.key.split(".") as [string, string | undefined];
+    const path = def.key.split(".");
     const v = shownValue(def, getValue(config, def.key));
     const plain = typeof v === "object" && !Array.isArray(v) ? formatHostPort(v) : v;
-    if (b === undefined) obj[a] = plain;
-    else ((obj[a] ??= {}) as Record<string, unknown>)[b] = plain;
+    let parent = obj;
+    for (const p of path.slice(0, -1)) parent = (parent[p] ??= {}) as Record<string, unknown>;
+    parent[path[path.length - 1]!] = plain;
   }
   return obj;
 }
@@ -370,7 +375,7 @@ export function toYaml(config: Config): string {
   doc.commentBefore = ` RocketBun effective configuration (role ${config.role}); load it back with --config`;
   for (const def of KEYS) {
     const path = def.key.split(".");
-    const parent = path.length === 1 ? doc.contents : doc.getIn(path.slice(0, 1), true);
+    const parent = path.length === 1 ? doc.contents : doc.getIn(path.slice(0, -1), true);
     if (!isMap(parent)) continue;
     const pair = parent.items.find((p) => isScalar(p.key) && p.key.value === path[path.length - 1]);
     if (pair && isScalar(pair.key)) pair.key.commentBefore = ` ${def.doc}${def.unit ? ` (${def.unit})` : ""}`;

@@ -73,6 +73,12 @@ export interface Config {
     transactionCheckMax: number;
     aclEnable: boolean;
     aclFile: string;
+    /** Automatic failover on etcd (issue #17): `broker.failover.*` in YAML, one level deeper. */
+    "failover.enable": boolean;
+    "failover.etcd": string[];
+    "failover.leaseTtlMs": number;
+    "failover.minInSyncReplicas": number;
+    "failover.allowUncleanElection": boolean;
   };
   store: {
     dir: string;
@@ -191,6 +197,8 @@ export interface KeyDef {
 const ALL: readonly Role[] = ROLES;
 const NAMESRV_ROLES: readonly Role[] = ["namesrv", "standalone"];
 const BROKER_ROLES: readonly Role[] = ["master", "slave", "standalone"];
+/** A broker group's replicas; standalone (name server and broker in one process) has none to fail over to. */
+const REPLICA_ROLES: readonly Role[] = ["master", "slave"];
 
 export function runsNamesrv(role: Role): boolean {
   return NAMESRV_ROLES.includes(role);
@@ -425,6 +433,37 @@ export const KEYS: readonly KeyDef[] = [
     roles: BROKER_ROLES,
     doc: "ACL rules in RocketMQ's plain_acl.yml format, re-read when it changes and on SIGHUP; the ACL admin requests rewrite it",
     defaultDoc: '"" = <store.dir>/conf/plain_acl.yml',
+  },
+  {
+    key: "broker.failover.enable",
+    type: { kind: "bool" },
+    roles: REPLICA_ROLES,
+    doc: "elect the broker group's master on etcd when it dies; brokerId and brokerRole become the starting role only",
+  },
+  {
+    key: "broker.failover.etcd",
+    type: { kind: "hostPortList" },
+    roles: REPLICA_ROLES,
+    doc: "etcd client endpoints (HOST:PORT list; --etcd 'a:2379;b:2379'); required with failover.enable",
+  },
+  {
+    key: "broker.failover.leaseTtlMs",
+    type: int(2000, 600_000),
+    unit: "ms",
+    roles: REPLICA_ROLES,
+    doc: "the master's etcd lease: a dead master is replaced about this long after it stops renewing (etcd counts whole seconds)",
+  },
+  {
+    key: "broker.failover.minInSyncReplicas",
+    type: int(1, 16),
+    roles: REPLICA_ROLES,
+    doc: "SYNC_MASTER: replicas (the master included) that must hold a write before it is acknowledged",
+  },
+  {
+    key: "broker.failover.allowUncleanElection",
+    type: { kind: "bool" },
+    roles: REPLICA_ROLES,
+    doc: "let a replica outside the in-sync set become master when no in-sync one is alive (may lose acknowledged messages)",
   },
 
   {
@@ -738,6 +777,11 @@ export function defaultConfig(role: Role): Config {
       transactionCheckMax: 15,
       aclEnable: false,
       aclFile: "",
+      "failover.enable": false,
+      "failover.etcd": [],
+      "failover.leaseTtlMs": 3000,
+      "failover.minInSyncReplicas": 1,
+      "failover.allowUncleanElection": false,
     },
     store: { ...DEFAULT_STORE },
     tls: defaultTls(),
@@ -769,16 +813,22 @@ export function defaultAdmin(listen: HostPort, offset: number): HostPort {
   return { host: loopback ? listen.host : "127.0.0.1", port: listen.port === 0 ? 0 : listen.port + offset };
 }
 
-// Config is a closed two-level record; these two helpers are the only untyped access to it.
+/** "broker.failover.enable" → ["broker", "failover.enable"]: a section, then its key (which may itself hold a dot). */
+function splitKey(key: KeyPath): [string, string | undefined] {
+  const dot = key.indexOf(".");
+  return dot < 0 ? [key, undefined] : [key.slice(0, dot), key.slice(dot + 1)];
+}
+
+// Config is a closed record of sections; these two helpers are the only untyped access to it.
 export function getValue(config: Config, key: KeyPath): ConfigValue {
-  const [a, b] = key.split(".") as [string, string | undefined];
+  const [a, b] = splitKey(key);
   const top = (config as unknown as Record<string, unknown>)[a];
   const v = b === undefined ? top : (top as Record<string, unknown>)[b];
   return v as ConfigValue;
 }
 
 export function setValue(config: Config, key: KeyPath, value: ConfigValue): void {
-  const [a, b] = key.split(".") as [string, string | undefined];
+  const [a, b] = splitKey(key);
   const root = config as unknown as Record<string, unknown>;
   if (b === undefined) root[a] = value;
   else (root[a] as Record<string, unknown>)[b] = value;
@@ -1105,6 +1155,9 @@ function checkBroker(config: Config, add: (key: KeyPath, problem: string) => voi
     if (b.brokerRole === "SLAVE") {
       add("broker.brokerRole", `"SLAVE" is not allowed for role ${role} (use ASYNC_MASTER or SYNC_MASTER, or --role slave)`);
     }
+  }
+  if (b["failover.enable"] && role !== "standalone" && b["failover.etcd"].length === 0) {
+    add("broker.failover.etcd", "missing required value with broker.failover.enable: list the etcd endpoints HOST:PORT (or pass --etcd)");
   }
   if ((role === "master" || role === "slave") && b.namesrvAddr.length === 0) {
     add("broker.namesrvAddr", `missing required value for role ${role}: list at least one name server HOST:PORT (or pass --namesrv)`);

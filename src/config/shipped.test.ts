@@ -26,11 +26,20 @@ function loadClean(file: string, flags: CliFlags) {
 /** The file with every "  # key: value" line of a known key uncommented. */
 function uncommentDefaults(text: string): string {
   let section = "";
+  let group = ""; // a commented-out group of deeper keys ("#   failover:"), uncommented with them
   return text
     .split("\n")
     .map((line) => {
       const top = /^([A-Za-z0-9]+):/.exec(line);
       if (top) section = top[1] ?? "";
+      const g = /^  # ([A-Za-z0-9]+):$/.exec(line);
+      if (g && KEYS.some((d) => d.key.startsWith(`${section}.${g[1]}.`))) {
+        group = g[1] ?? "";
+        return `  ${group}:`;
+      }
+      const deep = /^  #   ([A-Za-z0-9]+): (.*)$/.exec(line);
+      if (deep && group !== "" && keyDef(`${section}.${group}.${deep[1]}`) !== undefined) return `    ${deep[1]}: ${deep[2]}`;
+      if (!/^  #/.test(line)) group = "";
       const m = /^  # ([A-Za-z0-9]+): (.*)$/.exec(line);
       return m && keyDef(`${section}.${m[1]}`) !== undefined ? `  ${m[1]}: ${m[2]}` : line;
     })
@@ -54,7 +63,7 @@ describe("shipped configs", () => {
       for (const def of KEYS) {
         const name = def.key.split(".").pop() ?? "";
         // Keys the role reads appear as "key:" lines (commented out = default); the rest by name.
-        const pattern = def.roles.includes(role) ? new RegExp(`^\\s*(# )?${name}:`, "m") : new RegExp(`\\b${name}\\b`);
+        const pattern = def.roles.includes(role) ? new RegExp(`^\\s*(#\\s+)?${name}:`, "m") : new RegExp(`\\b${name}\\b`);
         expect({ key: def.key, documented: pattern.test(text) }).toEqual({ key: def.key, documented: true });
       }
     });

@@ -40,6 +40,12 @@ export interface HAClientOptions {
   clock?: Clock;
   /** Default: TCP (test/sim passes a simulated link). */
   transport?: HaTransport;
+  /**
+   * Asked before every connection attempt (automatic failover: agree with the master on where the
+   * two logs part, truncate this store there, refuse a master of an older epoch). A reason refuses
+   * this attempt; the next one comes after reconnectMs.
+   */
+  beforeConnect?: (masterHaAddr: string) => Promise<string | null>;
 }
 
 export interface HAClientStatus {
@@ -169,6 +175,20 @@ export class HAClient {
       return;
     }
     this.#connecting = true;
+    if (this.#o.beforeConnect) {
+      let refused: string | null;
+      try {
+        refused = await this.#o.beforeConnect(addr);
+      } catch (e) {
+        refused = e instanceof Error ? e.message : String(e);
+      }
+      if (refused !== null || !this.#running) {
+        if (refused !== null) this.#o.log.rateLimited("warn", "ha-before-connect", `not connecting to master HA ${addr}: ${refused}`);
+        this.#nextAttemptAt = this.#now() + this.#o.reconnectMs;
+        this.#connecting = false;
+        return;
+      }
+    }
     const store = this.#o.store;
     const empty = store.commitLog.segments.length === 0;
     const link: Link = {

@@ -82,7 +82,7 @@ export class HAService {
   readonly #slaves = new Set<SlaveConnection>();
   #listener: HaListener | null = null;
   #timer: TimerHandle | null = null;
-  #waiters: { offset: number; resolve: (r: AckResult) => void; timer: TimerHandle }[] = [];
+  #waiters: { offset: number; acks: number; resolve: (r: AckResult) => void; timer: TimerHandle }[] = [];
 
   constructor(o: HAServiceOptions) {
     this.#o = o;
@@ -118,10 +118,19 @@ export class HAService {
   stop(): void {
     if (this.#timer) this.#clock.clearInterval(this.#timer);
     this.#timer = null;
-    for (const c of [...this.#slaves]) c.socket.end();
-    this.#slaves.clear();
     this.#listener?.stop();
     this.#listener = null;
+    this.dropSlaves();
+  }
+
+  /**
+   * Automatic failover: this broker stopped being master. Its slaves are let go (they follow the
+   * new master), and SYNC_MASTER puts still waiting are answered NO_SLAVE. The port stays open:
+   * the broker may be elected again.
+   */
+  dropSlaves(): void {
+    for (const c of [...this.#slaves]) c.socket.end();
+    this.#slaves.clear();
     for (const w of this.#waiters.splice(0)) {
       this.#clock.clearTimeout(w.timer);
       w.resolve("NO_SLAVE");
@@ -133,15 +142,20 @@ export class HAService {
     for (const c of this.#slaves) this.#pump(c);
   }
 
-  /** SYNC_MASTER: resolves when some slave acknowledged everything below `offset`. */
-  waitForAck(offset: number, timeoutMs: number): Promise<AckResult> {
-    if (this.#bestAck() >= offset) return Promise.resolve("OK");
+  /**
+   * SYNC_MASTER: resolves when `acks` slaves (default one; automatic failover asks for
+   * minInSyncReplicas − 1) acknowledged everything below `offset`.
+   */
+  waitForAck(offset: number, timeoutMs: number, acks = 1): Promise<AckResult> {
+    if (this.#ackedBy(acks) >= offset) return Promise.resolve("OK");
     const max = this.#store?.maxPhyOffset ?? 0;
-    const usable = [...this.#slaves].some((c) => c.ackOffset >= 0 && max - c.ackOffset < this.#o.slaveFallbehindMaxBytes);
-    if (!usable) return Promise.resolve("NO_SLAVE");
+    let usable = 0;
+    for (const c of this.#slaves) if (c.ackOffset >= 0 && max - c.ackOffset < this.#o.slaveFallbehindMaxBytes) usable++;
+    if (usable < acks) return Promise.resolve("NO_SLAVE");
     return new Promise((resolve) => {
       const w = {
         offset,
+        acks,
         resolve,
         timer: this.#clock.setTimeout(() => {
           this.#waiters = this.#waiters.filter((x) => x !== w);
@@ -202,6 +216,13 @@ export class HAService {
     return best;
   }
 
+  /** The offset that at least `acks` slaves acknowledged (-1: fewer slaves than that). */
+  #ackedBy(acks: number): number {
+    if (acks <= 1) return this.#bestAck();
+    const offsets = [...this.#slaves].map((c) => c.ackOffset).sort((a, b) => b - a);
+    return offsets[acks - 1] ?? -1;
+  }
+
   #onReport(c: SlaveConnection, chunk: Uint8Array): void {
     const offset = c.decoder.feed(chunk);
     if (offset === undefined) return;
@@ -237,9 +258,10 @@ export class HAService {
   #releaseWaiters(): void {
     if (this.#waiters.length === 0) return;
     const best = this.#bestAck();
-    const done = this.#waiters.filter((w) => w.offset <= best);
+    const reached = (w: { offset: number; acks: number }) => w.offset <= (w.acks <= 1 ? best : this.#ackedBy(w.acks));
+    const done = this.#waiters.filter(reached);
     if (done.length === 0) return;
-    this.#waiters = this.#waiters.filter((w) => w.offset > best);
+    this.#waiters = this.#waiters.filter((w) => !reached(w));
     for (const w of done) {
       this.#clock.clearTimeout(w.timer);
       w.resolve("OK");

@@ -1,0 +1,245 @@
+/**
+ * Automatic failover of one broker replica (broker.failover.*, issue #17): joins the group's
+ * election on etcd (src/failover/election.ts) and turns its outcome into role changes of the
+ * running broker, through the `FailoverRoles` the controller gives it:
+ *
+ *   start        the broker runs as a replica with no master (read-only store, nothing streamed),
+ *                registered with the name servers under its replica id once etcd assigned one;
+ *   elected      `promote(epoch)`: the store takes writes, the HA service streams, delayed delivery
+ *                and transaction check-backs run, the broker registers as brokerId 0; the epoch
+ *                and the offset it starts at are appended to the epoch file;
+ *   other master `follow(master)`: read-only store, replicate from the master's HA address,
+ *                copy its metadata, register under the replica id.
+ *
+ * Fencing: the store asks `fence()` before every put (MessageStore.writeFence); a master whose
+ * lease renewal is overdue is refused with SERVICE_NOT_AVAILABLE, which Java and Go producers
+ * retry on another broker.
+ *
+ * etcd unreachable at start, before this replica has its id: retried every lease period, logged
+ * once; the broker serves reads meanwhile.
+ */
+import type { Clock, TimerHandle } from "../common/clock.ts";
+import type { Logger } from "../common/log.ts";
+import type { Config } from "../config/schema.ts";
+import { EtcdHttpClient, EtcdUnavailableError, type EtcdKv } from "../failover/etcd.ts";
+import { Election, type ElectionRole, type MasterRecord } from "../failover/election.ts";
+import { appendEpoch, assignReplicaId, consistentPoint, readEpochs, writeEpochs, type EpochEntry } from "../failover/replica-files.ts";
+
+/** What failover changes in the running broker (BrokerController implements it). */
+export interface FailoverRoles {
+  /** Now the master of `epoch`. */
+  promote(epoch: number): void;
+  /** Now a replica of `master`. */
+  follow(master: { addr: string; haAddr: string }): void;
+  /** The brokerId to register with: 0 as master, the replica id otherwise. */
+  registerAs(brokerId: number): void;
+  /** Where this replica's CommitLog ends (whole records). */
+  confirmedOffset(): number;
+  /** GET_BROKER_EPOCH_CACHE at a broker: its EpochEntryCache, or why not. */
+  fetchEpochCache(addr: string): Promise<EpochEntryCache | { error: string }>;
+  /** Cuts this replica's CommitLog at `offset` (what is past it is kept aside). */
+  truncate(offset: number): void;
+}
+
+/**
+ * RocketMQ 5's EpochEntryCache, the body of GET_BROKER_EPOCH_CACHE (1007): each epoch with the
+ * range of CommitLog bytes it wrote (the last one up to maxOffset).
+ */
+export interface EpochEntryCache {
+  clusterName: string;
+  brokerName: string;
+  brokerId: number;
+  epochList: { epoch: number; startOffset: number; endOffset: number }[];
+  maxOffset: number;
+}
+
+export interface FailoverStatus {
+  replicaId: number | undefined;
+  role: ElectionRole;
+  epoch: number;
+  /** This replica may acknowledge writes now (master with a fresh lease). */
+  writable: boolean;
+  master: MasterRecord | undefined;
+  epochs: EpochEntry[];
+}
+
+export interface BrokerFailoverOptions {
+  broker: Config["broker"];
+  storeDir: string;
+  /** This replica's remoting and HA addresses, as clients and replicas reach them. */
+  addr: string;
+  haAddr: string;
+  clock: Clock;
+  log: Logger;
+  roles: FailoverRoles;
+  /** broker.haSlaveTimeoutMs as it is now (a live key). */
+  inSyncWithinMs: () => number;
+  /** Default: etcd's JSON gateway at broker.failover.etcd. */
+  kv?: EtcdKv;
+}
+
+export class BrokerFailover {
+  readonly #o: BrokerFailoverOptions;
+  readonly #kv: EtcdKv;
+  readonly #prefix: string;
+  #replicaId: number | undefined;
+  #election: Election | undefined;
+  #retry: TimerHandle | undefined;
+  #stopped = false;
+  #waitLogged = false;
+
+  constructor(o: BrokerFailoverOptions) {
+    this.#o = o;
+    const b = o.broker;
+    this.#kv = o.kv ?? new EtcdHttpClient({ endpoints: b["failover.etcd"], requestTimeoutMs: Math.max(500, Math.floor(b["failover.leaseTtlMs"] / 3)) });
+    this.#prefix = `/rocketbun/${b.brokerClusterName}/${b.brokerName}/`;
+    readEpochs(o.storeDir); // a damaged epoch file stops the start here, not at the first election
+  }
+
+  /** Gets the replica id (from the store dir, or etcd), then joins the election. Never throws. */
+  start(): void {
+    void this.#join();
+  }
+
+  async #join(): Promise<void> {
+    const o = this.#o;
+    try {
+      this.#replicaId = await assignReplicaId(this.#kv, this.#prefix, o.storeDir);
+    } catch (e) {
+      if (this.#stopped) return;
+      if (!(e instanceof EtcdUnavailableError)) o.log.error(`failover: cannot get a replica id: ${String(e)}`);
+      else if (!this.#waitLogged) o.log.warn(`failover: etcd unreachable, waiting for it to get this replica's id: ${e.message}`);
+      this.#waitLogged = true;
+      this.#retry = o.clock.setTimeout(() => void this.#join(), o.broker["failover.leaseTtlMs"]);
+      return;
+    }
+    if (this.#stopped) return;
+    const id = this.#replicaId;
+    o.log.info(`failover: replica ${id} of ${o.broker.brokerName} (starting as ${o.broker.brokerRole === "SLAVE" ? "replica" : "master"})`);
+    o.roles.registerAs(id);
+    this.#election = new Election(
+      this.#kv,
+      o.clock,
+      o.log,
+      {
+        cluster: o.broker.brokerClusterName,
+        brokerName: o.broker.brokerName,
+        brokerId: id,
+        addr: o.addr,
+        haAddr: o.haAddr,
+        startsAsMaster: o.broker.brokerRole !== "SLAVE",
+      },
+      {
+        leaseTtlMs: o.broker["failover.leaseTtlMs"],
+        allowUncleanElection: o.broker["failover.allowUncleanElection"],
+        inSyncWithinMs: o.inSyncWithinMs,
+      },
+      { confirmedOffset: () => o.roles.confirmedOffset() },
+      { becameMaster: (epoch, start) => this.#becameMaster(epoch, start), follow: (m) => this.#follow(m) },
+    );
+    this.#election.start();
+  }
+
+  #becameMaster(epoch: number, startOffset: number): void {
+    appendEpoch(this.#o.storeDir, { epoch, startOffset });
+    this.#o.roles.promote(epoch);
+    this.#o.roles.registerAs(0);
+  }
+
+  #follow(master: MasterRecord): void {
+    this.#o.roles.follow({ addr: master.addr, haAddr: master.haAddr });
+    if (this.#replicaId !== undefined) this.#o.roles.registerAs(this.#replicaId);
+  }
+
+  /** GET_BROKER_EPOCH_CACHE: this replica's epochs and where its log ends. */
+  epochCache(): EpochEntryCache {
+    const epochs = readEpochs(this.#o.storeDir);
+    const maxOffset = this.#o.roles.confirmedOffset();
+    return {
+      clusterName: this.#o.broker.brokerClusterName,
+      brokerName: this.#o.broker.brokerName,
+      brokerId: this.#election?.role === "master" ? 0 : (this.#replicaId ?? -1),
+      epochList: epochs.map((e, i) => ({ epoch: e.epoch, startOffset: e.startOffset, endOffset: epochs[i + 1]?.startOffset ?? maxOffset })),
+      maxOffset,
+    };
+  }
+
+  /**
+   * Before replicating from `masterAddr` (HAClient.beforeConnect): refuse a master of an older
+   * epoch than the group's, cut this log where it parts from the master's (point 4 of the issue:
+   * bytes the group never acknowledged, kept aside in store/truncated/), and take the master's
+   * epoch history. A reason refuses this connection attempt.
+   */
+  async reconcile(masterAddr: string | undefined): Promise<string | null> {
+    if (masterAddr === undefined) return "no master known yet";
+    const cache = await this.#o.roles.fetchEpochCache(masterAddr);
+    if ("error" in cache) return `its epochs could not be read: ${cache.error}`;
+    const remote = cache.epochList.map((e) => ({ epoch: e.epoch, startOffset: e.startOffset }));
+    const masterEpoch = remote.at(-1)?.epoch ?? 0;
+    const known = this.#election?.epoch ?? 0;
+    if (masterEpoch < known) return `${masterAddr} is master of epoch ${masterEpoch}, the group is at epoch ${known}`;
+    const dir = this.#o.storeDir;
+    const localMax = this.#o.roles.confirmedOffset();
+    const point = consistentPoint(readEpochs(dir), localMax, remote, cache.maxOffset);
+    if (point < localMax) this.#o.roles.truncate(point);
+    writeEpochs(dir, remote);
+    return null;
+  }
+
+  /** MessageStore.writeFence: why a write must be refused now, or null. */
+  fence(): string | null {
+    // Also between stepping down and the store turning read-only (a round awaits etcd in between).
+    const e = this.#election;
+    if (e?.writable()) return this.#inSyncShortage();
+    if (e?.role !== "master") return `broker ${this.#o.broker.brokerName} is not the master of its group (automatic failover)`;
+    return `broker ${this.#o.broker.brokerName} is fenced: its master lease (epoch ${e.epoch}) is not renewed, it acknowledges no write until it is`;
+  }
+
+  /**
+   * SYNC_MASTER: a write is refused before it is stored while fewer than minInSyncReplicas
+   * replicas (this master included) are in sync, as RocketMQ 5 refuses with
+   * IN_SYNC_REPLICAS_NOT_ENOUGH. Checked with fence() on every put.
+   */
+  #inSyncShortage(): string | null {
+    const b = this.#o.broker;
+    if (b.brokerRole !== "SYNC_MASTER") return null;
+    const have = this.#election?.syncStateSet.length ?? 0;
+    const need = b["failover.minInSyncReplicas"];
+    return have >= need ? null : `in-sync replicas not enough: ${have} in sync, broker.failover.minInSyncReplicas is ${need}`;
+  }
+
+  /**
+   * SYNC_MASTER: how many replicas must acknowledge a write before it is answered: every other
+   * member of the sync state set (any of them may be the next master), and never fewer than
+   * minInSyncReplicas − 1.
+   */
+  acksNeeded(): number {
+    const members = this.#election?.syncStateSet.length ?? 1;
+    return Math.max(this.#o.broker["failover.minInSyncReplicas"] - 1, members - 1);
+  }
+
+  /** For GET_BROKER_RUNTIME_INFO (mqadmin brokerStatus). */
+  summary(): { replicaId: number | undefined; role: ElectionRole; epoch: number; syncStateSet: readonly number[] } {
+    const e = this.#election;
+    return { replicaId: this.#replicaId, role: e?.role ?? "replica", epoch: e?.epoch ?? 0, syncStateSet: e?.role === "master" ? e.syncStateSet : [] };
+  }
+
+  status(): FailoverStatus {
+    const e = this.#election;
+    return {
+      replicaId: this.#replicaId,
+      role: e?.role ?? "replica",
+      epoch: e?.epoch ?? 0,
+      writable: e?.writable() ?? false,
+      master: e?.master,
+      epochs: readEpochs(this.#o.storeDir),
+    };
+  }
+
+  /** Leaves the election; a clean stop gives the lease back so another replica takes over at once. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    if (this.#retry !== undefined) this.#o.clock.clearTimeout(this.#retry);
+    await this.#election?.stop(true);
+  }
+}
