@@ -52,22 +52,24 @@ export function utf8Java(s: string): Buffer {
  * The last key list seen and its signed keys in sorted order. A connection's requests of one kind
  * carry the same fields in the same order (one client, one header class), so the sort — 3.5 % of a
  * broker's CPU under signed W1 sends — is done once per change of shape, not once per request.
+ * The check walks the object's keys with for-in against the cached list, which allocates nothing
+ * (Object.keys made an array per request, on both the client and the broker).
  */
 let lastKeys: string[] = [];
 let lastSorted: string[] = [];
 
-function sortedSignedKeys(keys: string[]): string[] {
-  const prev = lastKeys;
-  if (keys.length === prev.length) {
-    let same = true;
-    for (let i = 0; i < keys.length; i++) {
-      if (keys[i] !== prev[i]) {
-        same = false;
-        break;
-      }
-    }
-    if (same) return lastSorted;
+function sameKeys(extFields: Readonly<Record<string, string>>, keys: readonly string[]): boolean {
+  let i = 0;
+  for (const k in extFields) {
+    if (keys[i] !== k) return false;
+    i++;
   }
+  return i === keys.length;
+}
+
+function sortedSignedKeys(extFields: Readonly<Record<string, string>>): string[] {
+  if (sameKeys(extFields, lastKeys)) return lastSorted;
+  const keys = Object.keys(extFields);
   const sorted = keys.filter((k) => !UNSIGNED_FIELDS.has(k)).sort();
   lastKeys = keys;
   lastSorted = sorted;
@@ -77,7 +79,7 @@ function sortedSignedKeys(keys: string[]): string[] {
 /** The concatenated values of `extFields`, sorted by key, without the unsigned fields. */
 export function signedText(extFields: Readonly<Record<string, string>> | undefined): string {
   if (extFields === undefined) return "";
-  const keys = sortedSignedKeys(Object.keys(extFields));
+  const keys = sortedSignedKeys(extFields);
   let text = "";
   for (let i = 0; i < keys.length; i++) text += extFields[keys[i]!];
   return text;
