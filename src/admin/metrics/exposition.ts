@@ -62,9 +62,9 @@ export function formatValue(v: number): string {
 }
 
 /** `{a="1",b="2"}`, or "" for no labels; `extra` (e.g. le) goes last. */
-export function labelText(labels: Labels, extra?: string): string {
+export function labelText(labels: Labels, extra?: string, escape: (v: string) => string = escapeLabelValue): string {
   let s = "";
-  for (const k in labels) s += `${s === "" ? "" : ","}${k}="${escapeLabelValue(labels[k]!)}"`;
+  for (const k in labels) s += `${s === "" ? "" : ","}${k}="${escape(labels[k]!)}"`;
   if (extra !== undefined) s += `${s === "" ? "" : ","}${extra}`;
   return s === "" ? "" : `{${s}}`;
 }
@@ -73,20 +73,30 @@ export class Exposition {
   readonly #lines: string[] = [];
   readonly #begun = new Set<string>();
   #current: MetricFamily | null = null;
+  /**
+   * Label values repeat across a scrape's families (every topic and group name appears in a dozen
+   * of them): each is escaped once. 75,000 regex tests were ~5 ms of a 10,000-queue scrape.
+   */
+  readonly #escaped = new Map<string, string>();
+  readonly #escape = (v: string): string => {
+    let e = this.#escaped.get(v);
+    if (e === undefined) this.#escaped.set(v, (e = escapeLabelValue(v)));
+    return e;
+  };
 
   /** A counter or gauge sample of `f`. */
   sample(f: MetricFamily, labels: Labels, value: number): void {
     this.#begin(f);
-    this.#lines.push(`${f.name}${labelText(labels)} ${formatValue(value)}`);
+    this.#lines.push(`${f.name}${labelText(labels, undefined, this.#escape)} ${formatValue(value)}`);
   }
 
   /** A histogram sample of `f`: `buckets` cumulative with ascending finite bounds; +Inf is `count`. */
   histogram(f: MetricFamily, labels: Labels, buckets: readonly Bucket[], sum: number, count: number): void {
     assert(f.type === "histogram", "{} is not a histogram", f.name);
     this.#begin(f);
-    for (const b of buckets) this.#lines.push(`${f.name}_bucket${labelText(labels, `le="${formatValue(b.le)}"`)} ${formatValue(b.count)}`);
-    this.#lines.push(`${f.name}_bucket${labelText(labels, 'le="+Inf"')} ${formatValue(count)}`);
-    const l = labelText(labels);
+    for (const b of buckets) this.#lines.push(`${f.name}_bucket${labelText(labels, `le="${formatValue(b.le)}"`, this.#escape)} ${formatValue(b.count)}`);
+    this.#lines.push(`${f.name}_bucket${labelText(labels, 'le="+Inf"', this.#escape)} ${formatValue(count)}`);
+    const l = labelText(labels, undefined, this.#escape);
     this.#lines.push(`${f.name}_sum${l} ${formatValue(sum)}`, `${f.name}_count${l} ${formatValue(count)}`);
   }
 
