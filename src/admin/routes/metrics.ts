@@ -6,8 +6,9 @@
  * /health (../auth.ts).
  *
  * A scrape's cost: one BrokerInfo.metrics() call (O(topics + groups + queues), from memory; its
- * contract is at the top of src/broker/metrics-state.ts) and the text, built synchronously in one
- * event-loop turn after the event-loop lag probe; rocketbun_metrics_collect_seconds reports it.
+ * contract is at the top of src/broker/metrics-state.ts) in one event-loop turn, then the text in
+ * a few parts with turns between them (../metrics/broker.ts); rocketbun_metrics_collect_seconds
+ * reports the whole.
  */
 import { Hono } from "hono";
 import type { BrokerInfo } from "../../broker/index.ts";
@@ -36,7 +37,7 @@ export async function renderMetrics(src: MetricsSources, proc: ProcessMetrics): 
   const { broker, namesrv } = src;
   if (broker) {
     const s = broker.metrics();
-    writeBrokerMetrics(x, s, broker.replication(), broker.transactions());
+    await writeBrokerMetrics(x, s, broker.replication(), broker.transactions());
     const stats = broker.requestStats();
     writeRequestMetrics(x, stats, nodeLabels(s));
     counts.push({ stats, nodeType: "broker" });
