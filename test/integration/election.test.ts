@@ -1,9 +1,11 @@
 /** src/failover/election.ts with three replicas of one broker group on a real etcd: cold start, failover to the best in-sync replica, fencing. */
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { systemClock } from "../../src/common/clock.ts";
 import { scope } from "../../src/common/log.ts";
 import { EtcdHttpClient } from "../../src/failover/etcd.ts";
 import { Election, type MasterRecord } from "../../src/failover/election.ts";
+import { MemoryEtcd } from "../../src/failover/test-support.ts";
+import { SimClock } from "../sim/clock.ts";
 import { waitFor } from "../harness/binary.ts";
 import { etcdPresent, startEtcd, type RunningEtcd } from "../harness/etcd.ts";
 
@@ -26,74 +28,168 @@ function group(name: string, offsets: number[]) {
       becameMaster: (epoch: number, start: number) => events.push(`${id} master e${epoch} @${start}`),
       follow: (m: MasterRecord) => events.push(`${id} follows ${m.brokerId} e${m.epoch}`),
     };
-    const me = { cluster: "c", brokerName: name, brokerId: id, addr: `127.0.0.1:${1000 + id}`, haAddr: `127.0.0.1:${2000 + id}`, startsAsMaster: id === 0 };
-    return new Election(kv, systemClock, scope(`election-${id}`), me, { leaseTtlMs: TTL, allowUncleanElection: false, inSyncWithinMs: () => 1000 }, { confirmedOffset: () => offsets[id]! }, listener);
+    const me = {
+      cluster: "c",
+      brokerName: name,
+      brokerId: id,
+      addr: `127.0.0.1:${1000 + id}`,
+      haAddr: `127.0.0.1:${2000 + id}`,
+      startsAsMaster: id === 0,
+    };
+    return new Election(
+      kv,
+      systemClock,
+      scope(`election-${id}`),
+      me,
+      { leaseTtlMs: TTL, allowUncleanElection: false, inSyncWithinMs: () => 1000 },
+      { confirmedOffset: () => offsets[id]! },
+      listener,
+    );
   });
   return { kv, events, replicas, prefix: `/rocketbun/c/${name}/` };
 }
 
-test.skipIf(!present)("cold start: the starting master wins epoch 1; when it dies the in-sync replica with the highest offset wins epoch 2", async () => {
-  const offsets = [500, 480, 500];
-  const g = group("g1", offsets);
-  const [r0, r1, r2] = g.replicas as [Election, Election, Election];
-  for (const r of g.replicas) r.start();
-  try {
-    await waitFor(() => r0.role === "master" && r1.master?.brokerId === 0 && r2.master?.brokerId === 0, 10_000, () => g.events.join("; "));
-    expect(r0.epoch).toBe(1);
-    expect(r0.writable()).toBe(true);
-    expect(r1.writable()).toBe(false);
-    // The master keeps the sync state set: replica 2 holds its whole log, replica 1 stays 20 bytes behind.
-    await waitFor(async () => (await g.kv.get(`${g.prefix}syncStateSet`))?.value === JSON.stringify({ epoch: 1, members: [0, 2] }), 10_000);
-    await r0.stop(false); // killed: its lease lapses by itself
-    await waitFor(() => r2.role === "master", 15_000, () => g.events.join("; "));
-    expect(r2.epoch).toBe(2);
-    await waitFor(() => r1.master?.brokerId === 2, 5000, () => g.events.join("; "));
-    expect(r1.role).toBe("replica");
-    expect(JSON.parse((await g.kv.get(`${g.prefix}epoch`))!.value)).toEqual({ epoch: 2, brokerId: 2, startOffset: 500 });
-    // Replica 1 is still 20 bytes behind: the new master's set is itself alone.
-    expect(JSON.parse((await g.kv.get(`${g.prefix}syncStateSet`))!.value)).toEqual({ epoch: 2, members: [2] });
-    // It catches up: the set grows back.
-    offsets[1] = 500;
-    await waitFor(async () => (await g.kv.get(`${g.prefix}syncStateSet`))?.value === JSON.stringify({ epoch: 2, members: [1, 2] }), 10_000);
-    expect(g.events.filter((e) => e.includes("master e"))).toEqual(["0 master e1 @500", "2 master e2 @500"]);
-  } finally {
-    for (const r of g.replicas) await r.stop(true);
-  }
-}, 40_000);
+test.skipIf(!present)(
+  "cold start: the starting master wins epoch 1; when it dies the in-sync replica with the highest offset wins epoch 2",
+  async () => {
+    const offsets = [500, 480, 500];
+    const g = group("g1", offsets);
+    const [r0, r1, r2] = g.replicas as [Election, Election, Election];
+    for (const r of g.replicas) r.start();
+    try {
+      await waitFor(
+        () => r0.role === "master" && r1.master?.brokerId === 0 && r2.master?.brokerId === 0,
+        10_000,
+        () => g.events.join("; "),
+      );
+      expect(r0.epoch).toBe(1);
+      expect(r0.writable()).toBe(true);
+      expect(r1.writable()).toBe(false);
+      // The master keeps the sync state set: replica 2 holds its whole log, replica 1 stays 20 bytes behind.
+      await waitFor(async () => (await g.kv.get(`${g.prefix}syncStateSet`))?.value === JSON.stringify({ epoch: 1, members: [0, 2] }), 10_000);
+      await r0.stop(false); // killed: its lease lapses by itself
+      await waitFor(
+        () => r2.role === "master",
+        15_000,
+        () => g.events.join("; "),
+      );
+      expect(r2.epoch).toBe(2);
+      await waitFor(
+        () => r1.master?.brokerId === 2,
+        5000,
+        () => g.events.join("; "),
+      );
+      expect(r1.role).toBe("replica");
+      expect(JSON.parse((await g.kv.get(`${g.prefix}epoch`))!.value)).toEqual({ epoch: 2, brokerId: 2, startOffset: 500 });
+      // Replica 1 is still 20 bytes behind: the new master's set is itself alone.
+      expect(JSON.parse((await g.kv.get(`${g.prefix}syncStateSet`))!.value)).toEqual({ epoch: 2, members: [2] });
+      // It catches up: the set grows back.
+      offsets[1] = 500;
+      await waitFor(async () => (await g.kv.get(`${g.prefix}syncStateSet`))?.value === JSON.stringify({ epoch: 2, members: [1, 2] }), 10_000);
+      expect(g.events.filter((e) => e.includes("master e"))).toEqual(["0 master e1 @500", "2 master e2 @500"]);
+    } finally {
+      for (const r of g.replicas) await r.stop(true);
+    }
+  },
+  40_000,
+);
 
-test.skipIf(!present)("a replica outside the sync state set is not elected; the group waits without a master", async () => {
-  const g = group("g2", [10, 5]);
-  const [r0, r1] = g.replicas as [Election, Election];
-  r0.start();
-  r1.start();
-  try {
-    await waitFor(() => r0.role === "master" && r1.master?.brokerId === 0, 10_000, () => g.events.join("; "));
-    await Bun.sleep(TTL);
-    expect((await g.kv.get(`${g.prefix}syncStateSet`))?.value).toBe(JSON.stringify({ epoch: 1, members: [0] }));
-    await r0.stop(false); // sync state set is {0}: replica 1 never caught up
-    await Bun.sleep(TTL * 3);
-    expect(r1.role).toBe("replica");
-    expect(await g.kv.get(`${g.prefix}master`)).toBeUndefined();
-  } finally {
-    for (const r of g.replicas) await r.stop(true);
-  }
-}, 40_000);
+test.skipIf(!present)(
+  "a replica outside the sync state set is not elected; the group waits without a master",
+  async () => {
+    const g = group("g2", [10, 5]);
+    const [r0, r1] = g.replicas as [Election, Election];
+    r0.start();
+    r1.start();
+    try {
+      await waitFor(
+        () => r0.role === "master" && r1.master?.brokerId === 0,
+        10_000,
+        () => g.events.join("; "),
+      );
+      await Bun.sleep(TTL);
+      expect((await g.kv.get(`${g.prefix}syncStateSet`))?.value).toBe(JSON.stringify({ epoch: 1, members: [0] }));
+      await r0.stop(false); // sync state set is {0}: replica 1 never caught up
+      await Bun.sleep(TTL * 3);
+      expect(r1.role).toBe("replica");
+      expect(await g.kv.get(`${g.prefix}master`)).toBeUndefined();
+    } finally {
+      for (const r of g.replicas) await r.stop(true);
+    }
+  },
+  40_000,
+);
 
-test.skipIf(!present)("fencing: a master that cannot reach etcd stops being writable before its lease can lapse, and keeps its role", async () => {
-  const g = group("g3", [1, 0]);
-  const [r0, r1] = g.replicas as [Election, Election];
-  r0.start();
-  r1.start();
-  try {
-    await waitFor(() => r0.role === "master" && r0.writable(), 10_000, () => g.events.join("; "));
-    etcd.pause();
-    const pausedAt = Date.now();
-    await waitFor(() => !r0.writable(), TTL + 1000, "the master to fence itself");
-    expect(Date.now() - pausedAt).toBeLessThan(TTL); // before etcd could expire the lease
-    expect(r0.role).toBe("master");
-    expect(r1.role).toBe("replica");
-  } finally {
-    etcd.resume();
-    for (const r of g.replicas) await r.stop(true);
-  }
-}, 40_000);
+test.skipIf(!present)(
+  "fencing: a master that cannot reach etcd stops being writable before its lease can lapse, and keeps its role",
+  async () => {
+    const g = group("g3", [1, 0]);
+    const [r0, r1] = g.replicas as [Election, Election];
+    r0.start();
+    r1.start();
+    try {
+      await waitFor(
+        () => r0.role === "master" && r0.writable(),
+        10_000,
+        () => g.events.join("; "),
+      );
+      etcd.pause();
+      const pausedAt = Date.now();
+      await waitFor(() => !r0.writable(), TTL + 1000, "the master to fence itself");
+      expect(Date.now() - pausedAt).toBeLessThan(TTL); // before etcd could expire the lease
+      expect(r0.role).toBe("master");
+      expect(r1.role).toBe("replica");
+    } finally {
+      etcd.resume();
+      for (const r of g.replicas) await r.stop(true);
+    }
+  },
+  40_000,
+);
+
+describe("the election on the in-memory etcd, in virtual time", () => {
+  test("a partitioned master fences itself before its lease lapses; the in-sync replica is elected; healed, the old master steps down; one master per epoch", async () => {
+    const sim = new SimClock();
+    const clock = sim.view();
+    const etcd = new MemoryEtcd(clock);
+    const offsets = [100, 100];
+    const events: string[] = [];
+    const replicas = offsets.map((_, id) => {
+      const me = { cluster: "c", brokerName: "sim", brokerId: id, addr: `a${id}`, haAddr: `h${id}`, startsAsMaster: id === 0 };
+      const listener = {
+        becameMaster: (epoch: number) => events.push(`${id} master e${epoch}`),
+        follow: (m: MasterRecord) => events.push(`${id} follows ${m.brokerId} e${m.epoch}`),
+      };
+      return new Election(
+        etcd.client(`r${id}`),
+        clock,
+        scope(`sim-election-${id}`),
+        me,
+        { leaseTtlMs: TTL, allowUncleanElection: false, inSyncWithinMs: () => 1000 },
+        { confirmedOffset: () => offsets[id]! },
+        listener,
+      );
+    });
+    const [r0, r1] = replicas as [Election, Election];
+    r0.start();
+    r1.start();
+    expect(await sim.until(() => r0.role === "master" && r1.master?.brokerId === 0, 5000)).toBe(true);
+    expect(await sim.until(() => etcd.peek("/rocketbun/c/sim/syncStateSet")?.value === JSON.stringify({ epoch: 1, members: [0, 1] }), 5000)).toBe(
+      true,
+    );
+    etcd.partition("r0", true);
+    const cutAt = clock.now();
+    expect(await sim.until(() => !r0.writable(), TTL)).toBe(true);
+    const fencedAfter = clock.now() - cutAt;
+    expect(fencedAfter).toBeLessThan(TTL); // before etcd can expire its lease
+    expect(await sim.until(() => r1.role === "master", 5 * TTL)).toBe(true);
+    expect(r1.epoch).toBe(2);
+    expect(r0.role).toBe("master"); // cut off: no election is possible on its side, it keeps its role...
+    expect(r0.writable()).toBe(false); // ...but acknowledges nothing
+    etcd.partition("r0", false);
+    expect(await sim.until(() => r0.role === "replica" && r0.master?.brokerId === 1, 5000)).toBe(true);
+    const masters = events.filter((e) => e.includes("master e"));
+    expect(masters).toEqual(["0 master e1", "1 master e2"]);
+    for (const r of replicas) await r.stop(true);
+  });
+});
