@@ -170,11 +170,14 @@ export function versionDesc(ordinal: number): string {
  * The GET_BROKER_RUNTIME_INFO table (Java AdminBrokerProcessor.prepareRuntimeInfo plus the
  * store's getRuntimeInfo). Thread-pool keys are 0: requests are handled inline, nothing queues.
  */
-/** The role in force (automatic failover changes it at run time) and, with failover, the election's view. */
+/**
+ * With automatic failover: the role in force (it changes at run time) and the election's view.
+ * Without it nothing is added, so brokerStatus lists exactly Java 4.9's keys.
+ */
 function addRoleInfo(ctx: BrokerContext, table: Record<string, string>): void {
-  table.brokerRole = ctx.settings.brokerRole;
   const f = ctx.failover?.();
   if (f === undefined) return;
+  table.brokerRole = ctx.settings.brokerRole;
   table.failoverReplicaId = String(f.replicaId ?? -1);
   table.failoverRole = f.role;
   table.failoverEpoch = String(f.epoch);

@@ -118,9 +118,11 @@ export class HAService {
   stop(): void {
     if (this.#timer) this.#clock.clearInterval(this.#timer);
     this.#timer = null;
-    this.#listener?.stop();
+    // The slaves' sockets first, then the listener (the order the simulation's seeds replay).
+    const listener = this.#listener;
     this.#listener = null;
     this.dropSlaves();
+    listener?.stop();
   }
 
   /**

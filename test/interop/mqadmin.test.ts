@@ -210,8 +210,17 @@ const CLIENT_ID = /\S+@\S+/g;
 
 const MILLIS = /\b1\d{12}\b/g;
 
+/** Placeholders stand for values of any length, so the padding after one (a table column) is not compared. */
+const PLACEHOLDER_PADDING = /(<ms>|<time>|<addr>|<id>|<client>) +/g;
+
 function general(text: string): string {
-  return text.replace(MILLIS, "<ms>").replace(TIME, "<time>").replace(ADDR, "<addr>").replace(HEX_ID, "<id>").replace(CLIENT_ID, "<client>");
+  return text
+    .replace(MILLIS, "<ms>")
+    .replace(TIME, "<time>")
+    .replace(ADDR, "<addr>")
+    .replace(HEX_ID, "<id>")
+    .replace(CLIENT_ID, "<client>")
+    .replace(PLACEHOLDER_PADDING, "$1 ");
 }
 
 function lines(text: string): string[] {
