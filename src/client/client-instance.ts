@@ -105,6 +105,9 @@ function localIp(): string {
   return "127.0.0.1";
 }
 
+/** brokerFailed: the routes are fetched again at most this often per broker name. */
+const ROUTE_RETRY_MIN_MS = 1000;
+
 export class ClientInstance {
   readonly clientId: string;
   readonly remoting: RemotingClient;
@@ -113,6 +116,8 @@ export class ClientInstance {
   readonly #namesrvs: string[];
   #namesrvIndex: number;
   readonly #routes = new Map<string, TopicRouteData>();
+  /** brokerFailed: when the routes were last fetched again because of each broker name. */
+  readonly #routeRetryAt = new Map<string, number>();
   readonly #producerGroups = new Set<string>();
   readonly #consumers = new Map<string, ConsumerHooks>();
   /** Producer group → handler of the broker's CHECK_TRANSACTION_STATE for it. */
@@ -223,6 +228,19 @@ export class ClientInstance {
         this.fetchRoute(t).catch((e) => this.log.rateLimited("warn", `route-${t}`, `route refresh for ${t} failed: ${errText(e)}`, 30_000)),
       ),
     );
+  }
+
+  /**
+   * A request to a broker of `brokerName` failed in a way a new route may fix (the broker is gone,
+   * or answered that it is not the master): the routes are fetched again at once instead of at
+   * the next periodic refresh (30 s), at most once a second. With automatic failover the new
+   * master is in the name servers' routes as soon as it is elected (docs/STORAGE.md §10.5).
+   */
+  brokerFailed(brokerName: string): void {
+    const now = Date.now();
+    if (now - (this.#routeRetryAt.get(brokerName) ?? 0) < ROUTE_RETRY_MIN_MS) return;
+    this.#routeRetryAt.set(brokerName, now);
+    void this.refreshRoutes();
   }
 
   /** Address of a broker name's member `brokerId` (master by default), from cached routes. */

@@ -294,6 +294,9 @@ export class Producer {
       }
       lastBroker = mq.brokerName;
       this.#faulty.set(mq.brokerName, Date.now() + FAULT_AVOID_MS);
+      // Gone, or not the master any more (failover): the next attempt may find the new master.
+      // (The queues stay: a failover keeps the broker name; the master's address comes from the route.)
+      if (!(lastError instanceof MQBrokerError) || lastError.code === ResponseCode.SERVICE_NOT_AVAILABLE) this.#client.brokerFailed(mq.brokerName);
     }
     if (lastError instanceof MQClientError) throw lastError;
     throw new MQClientError(`send to ${topic} failed after ${attempts} attempt(s) within ${timeoutMs} ms: ${errText(lastError)}`, -1, {

@@ -327,6 +327,7 @@ export class PushConsumer {
       } catch (e) {
         if (!this.#running || pq.dropped) return;
         this.#client.log.rateLimited("warn", `pull-${mqKey(pq.mq)}`, `pull from ${mqKey(pq.mq)} failed: ${errText(e)}`);
+        this.#client.brokerFailed(pq.mq.brokerName);
         await sleep(1000);
       }
     }
