@@ -65,88 +65,117 @@ const yaml = brokerYaml({ broker: { haSlaveTimeoutMs: 2000 } }).replace(
   `broker:\n  failover:\n    enable: true\n    leaseTtlMs: ${args.lease}\n    minInSyncReplicas: ${args.minIsr}\n    etcd: ["${etcd.endpoint}"]\n`,
 );
 const c = await HaCluster.start({ groups: [{ name: "bench-fo", role: args.role, slaves: args.replicas - 1, masterYaml: yaml, slaveYaml: yaml }] });
+// Whatever happens below, nothing is left running (every process is ours, stopped by PID).
+const cleanup = async () => {
+  await c[Symbol.asyncDispose]();
+  await etcd.stop();
+};
+process.on("SIGINT", () => void cleanup().then(() => process.exit(130)));
 const nodes = [c.master(), ...Array.from({ length: args.replicas - 1 }, (_, i) => c.slave(i))];
 const TOPIC = "FailoverBench";
-await c.createTopic(TOPIC);
-
-const namesrv = c.namesrvs[0]!.addr;
-const producer = new Producer({ namesrv, group: "bench-fo-producer", sendTimeoutMs: 2000, retryTimesWhenSendFailed: 2 });
-await producer.start();
-const consumer = new PushConsumer({ namesrv, group: "bench-fo-consumer", fromWhere: "first" });
-const received = new Map<string, number>(); // key → first receive time
-consumer.subscribe(TOPIC, "*", (m) => {
-  const key = m.keys[0];
-  if (key !== undefined && !received.has(key)) received.set(key, Date.now());
-});
-await consumer.start();
-
-const acked = new Map<string, number>(); // key → ack time
-let failures = 0;
-let seq = 0;
-let running = true;
-const senders = Array.from({ length: 4 }, async () => {
-  while (running) {
-    const key = `k${seq++}`;
-    try {
-      await producer.send({ topic: TOPIC, body: `failover bench ${key}`, keys: key });
-      acked.set(key, Date.now());
-    } catch {
-      failures++;
-      await Bun.sleep(50);
-    }
-  }
-});
-
-async function current(): Promise<{ master: (typeof nodes)[number] | undefined; healthy: boolean }> {
-  let master: (typeof nodes)[number] | undefined;
-  let running = 0;
-  for (const n of nodes) {
-    if (!n.running) continue;
-    running++;
-    const h = await n.admin<HaView>("/ha").catch(() => undefined);
-    if (h?.failover?.role === "master" && h.failover.writable) master = n;
-  }
-  return { master, healthy: master !== undefined && running === nodes.length };
+try {
+  await waitFor(async () => (await c.master().admin<HaView>("/ha")).failover?.writable, 30_000, "the first election");
+  await c.createTopic(TOPIC);
+} catch (e) {
+  await cleanup();
+  throw e;
 }
 
+let lostCount = 0;
 const sendGaps: number[] = [];
 const recvGaps: number[] = [];
-for (let k = 0; k < args.kills; k++) {
-  // Healthy: a writable master, every replica up and (after two lease periods) back in its sync state set.
-  const { master } = await waitFor(async () => {
-    const s = await current();
-    return s.healthy && s.master ? s : null;
-  }, 60_000, "a healthy group");
-  await Bun.sleep(2 * args.lease);
-  const before = acked.size;
-  await waitFor(() => acked.size > before + 10, 30_000, "sends to flow");
-  const killedAt = Date.now();
-  await master!.kill();
-  const firstAck = await waitFor(() => [...acked.values()].find((t) => t > killedAt), 60_000, "a send acknowledged after the kill");
-  const firstRecv = await waitFor(
-    () => [...acked.entries()].filter(([, t]) => t > killedAt).map(([key]) => received.get(key)).find((t) => t !== undefined),
-    60_000,
-    "a message sent after the kill to be received",
-  );
-  sendGaps.push(firstAck - killedAt);
-  recvGaps.push(firstRecv - killedAt);
-  process.stdout.write(`kill ${k + 1}: ${master!.name} → send after ${firstAck - killedAt} ms, receive after ${firstRecv - killedAt} ms\n`);
-  await master!.start();
-}
+let ackedCount = 0;
+let failures = 0;
+try {
+  const namesrv = c.namesrvs[0]!.addr;
+  const producer = new Producer({ namesrv, group: "bench-fo-producer", sendTimeoutMs: 2000, retryTimesWhenSendFailed: 2 });
+  await producer.start();
+  const consumer = new PushConsumer({ namesrv, group: "bench-fo-consumer", fromWhere: "first" });
+  const received = new Map<string, number>(); // key → first receive time
+  consumer.subscribe(TOPIC, "*", (m) => {
+    const key = m.keys[0];
+    if (key !== undefined && !received.has(key)) received.set(key, Date.now());
+  });
+  await consumer.start();
 
-running = false;
-await Promise.all(senders);
-await waitFor(() => [...acked.keys()].every((key) => received.has(key)), 60_000, "every acknowledged message to be received").catch(() => undefined);
-const lost = [...acked.keys()].filter((key) => !received.has(key));
-await consumer.shutdown();
-await producer.shutdown();
-await c[Symbol.asyncDispose]();
-await etcd.stop();
+  const acked = new Map<string, number>(); // key → ack time
+  let seq = 0;
+  let running = true;
+  const senders = Array.from({ length: 4 }, async () => {
+    while (running) {
+      const key = `k${seq++}`;
+      try {
+        await producer.send({ topic: TOPIC, body: `failover bench ${key}`, keys: key });
+        acked.set(key, Date.now());
+      } catch {
+        failures++;
+        await Bun.sleep(50);
+      }
+    }
+  });
+
+  async function current(): Promise<{ master: (typeof nodes)[number] | undefined; healthy: boolean }> {
+    let master: (typeof nodes)[number] | undefined;
+    let running = 0;
+    for (const n of nodes) {
+      if (!n.running) continue;
+      running++;
+      const h = await n.admin<HaView>("/ha").catch(() => undefined);
+      if (h?.failover?.role === "master" && h.failover.writable) master = n;
+    }
+    return { master, healthy: master !== undefined && running === nodes.length };
+  }
+
+  for (let k = 0; k < args.kills; k++) {
+    // Healthy: a writable master, every replica up and (after two lease periods) back in its sync state set.
+    const { master } = await waitFor(
+      async () => {
+        const s = await current();
+        return s.healthy && s.master ? s : null;
+      },
+      60_000,
+      "a healthy group",
+    );
+    await Bun.sleep(2 * args.lease);
+    const before = acked.size;
+    await waitFor(() => acked.size > before + 10, 30_000, "sends to flow");
+    const killedAt = Date.now();
+    await master!.kill();
+    const firstAck = await waitFor(() => [...acked.values()].find((t) => t > killedAt), 60_000, "a send acknowledged after the kill");
+    const firstRecv = await waitFor(
+      () =>
+        [...acked.entries()]
+          .filter(([, t]) => t > killedAt)
+          .map(([key]) => received.get(key))
+          .find((t) => t !== undefined),
+      60_000,
+      "a message sent after the kill to be received",
+    );
+    sendGaps.push(firstAck - killedAt);
+    recvGaps.push(firstRecv - killedAt);
+    process.stdout.write(`kill ${k + 1}: ${master!.name} → send after ${firstAck - killedAt} ms, receive after ${firstRecv - killedAt} ms\n`);
+    await master!.start();
+  }
+
+  running = false;
+  await Promise.all(senders);
+  await waitFor(() => [...acked.keys()].every((key) => received.has(key)), 60_000, "every acknowledged message to be received").catch(
+    () => undefined,
+  );
+  const lost = [...acked.keys()].filter((key) => !received.has(key));
+  await consumer.shutdown();
+  await producer.shutdown();
+
+  lostCount = lost.length;
+  ackedCount = acked.size;
+} finally {
+  await cleanup();
+}
 
 const lines = [
   `failover bench: ${args.kills} kills, ${args.replicas} replicas, ${args.role}, minInSyncReplicas ${args.minIsr}, leaseTtlMs ${args.lease}`,
   `kill → first acknowledged send: median ${median(sendGaps)} ms, max ${Math.max(...sendGaps)} ms (target median ≤ ${2 * args.lease}, max ≤ ${3 * args.lease})`,
   `kill → first message received: median ${median(recvGaps)} ms, max ${Math.max(...recvGaps)} ms`,
-  `acknowledged ${acked.size}, received ${acked.size - lost.length}, lost ${lost.length}, send failures (retried by the loop) ${failures}`,
+  `acknowledged ${ackedCount}, received ${ackedCount - lostCount}, lost ${lostCount}, send failures (retried by the loop) ${failures}`,
 ];
 process.stdout.write(`${lines.join("\n")}\n`);
