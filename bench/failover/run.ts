@@ -98,15 +98,17 @@ try {
   });
   await consumer.start();
 
-  const acked = new Map<string, number>(); // key → ack time
+  /** key → when its send started and when it was acknowledged (only sends started after a kill count for the gap). */
+  const acked = new Map<string, { startedAt: number; ackedAt: number }>();
   let seq = 0;
   let running = true;
   const senders = Array.from({ length: 4 }, async () => {
     while (running) {
       const key = `k${seq++}`;
       try {
+        const startedAt = Date.now();
         await producer.send({ topic: TOPIC, body: `failover bench ${key}`, keys: key });
-        acked.set(key, Date.now());
+        acked.set(key, { startedAt, ackedAt: Date.now() });
       } catch {
         failures++;
         await Bun.sleep(50);
@@ -141,13 +143,20 @@ try {
     await waitFor(() => acked.size > before + 10, 30_000, "sends to flow");
     const killedAt = Date.now();
     await master!.kill();
-    const firstAck = await waitFor(() => [...acked.values()].find((t) => t > killedAt), 60_000, "a send acknowledged after the kill");
+    // Only sends started once the master is gone count: an ack it sent just before it died would not
+    // say anything about the new one. The gaps are still measured from the kill.
+    const deadAt = Date.now();
+    const firstAck = await waitFor(
+      () => [...acked.values()].find((a) => a.startedAt > deadAt)?.ackedAt,
+      60_000,
+      "a send started after the kill to be acknowledged",
+    );
     const firstRecv = await waitFor(
-      () =>
-        [...acked.entries()]
-          .filter(([, t]) => t > killedAt)
-          .map(([key]) => received.get(key))
-          .find((t) => t !== undefined),
+      () => {
+        let first = Infinity;
+        for (const [key, a] of acked) if (a.startedAt > deadAt) first = Math.min(first, received.get(key) ?? Infinity);
+        return first < Infinity ? first : undefined;
+      },
       60_000,
       "a message sent after the kill to be received",
     );

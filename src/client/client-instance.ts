@@ -233,14 +233,17 @@ export class ClientInstance {
   /**
    * A request to a broker of `brokerName` failed in a way a new route may fix (the broker is gone,
    * or answered that it is not the master): the routes are fetched again at once instead of at
-   * the next periodic refresh (30 s), at most once a second. With automatic failover the new
+   * the next periodic refresh (30 s), at most once a second, and heartbeats sent. With automatic failover the new
    * master is in the name servers' routes as soon as it is elected (docs/STORAGE.md §10.5).
    */
   brokerFailed(brokerName: string): void {
     const now = Date.now();
     if (now - (this.#routeRetryAt.get(brokerName) ?? 0) < ROUTE_RETRY_MIN_MS) return;
     this.#routeRetryAt.set(brokerName, now);
-    void this.refreshRoutes();
+    // Then a heartbeat to every broker of the new routes: a new master knows this client's
+    // consumer groups only from heartbeats (every 30 s otherwise), and its NOTIFY_CONSUMER_IDS_CHANGED
+    // makes the group rebalance onto it at once.
+    void this.refreshRoutes().then(() => this.sendHeartbeatToAllBrokers());
   }
 
   /** Address of a broker name's member `brokerId` (master by default), from cached routes. */

@@ -328,6 +328,8 @@ export class PushConsumer {
         if (!this.#running || pq.dropped) return;
         this.#client.log.rateLimited("warn", `pull-${mqKey(pq.mq)}`, `pull from ${mqKey(pq.mq)} failed: ${errText(e)}`);
         this.#client.brokerFailed(pq.mq.brokerName);
+        // The broker it was told to read from (a slave) may be the one that is gone: the master next.
+        pq.suggestBrokerId = MASTER_ID;
         await sleep(1000);
       }
     }
