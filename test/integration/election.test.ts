@@ -147,7 +147,59 @@ test.skipIf(!present)(
   40_000,
 );
 
+/** Replicas of one group on a MemoryEtcd in virtual time; `offsets[id]` is each one's confirmed offset. */
+function simGroup(offsets: number[], allowUncleanElection = false) {
+  const sim = new SimClock();
+  const clock = sim.view();
+  const etcd = new MemoryEtcd(clock);
+  const events: string[] = [];
+  const replicas = offsets.map((_, id) => {
+    const me = { cluster: "c", brokerName: "sim", brokerId: id, addr: `a${id}`, haAddr: `h${id}`, startsAsMaster: id === 0 };
+    const listener = {
+      becameMaster: (epoch: number) => events.push(`${id} master e${epoch}`),
+      follow: (m: MasterRecord) => events.push(`${id} follows ${m.brokerId} e${m.epoch}`),
+    };
+    const opts = { leaseTtlMs: TTL, allowUncleanElection, inSyncWithinMs: () => 1000 };
+    return new Election(etcd.client(`r${id}`), clock, scope(`sim-election-${id}`), me, opts, { confirmedOffset: () => offsets[id]! }, listener);
+  });
+  return { sim, clock, etcd, events, replicas };
+}
+
 describe("the election on the in-memory etcd, in virtual time", () => {
+  test("allowUncleanElection: a replica outside the sync state set is elected when no in-sync one lives (and only then)", async () => {
+    for (const unclean of [false, true]) {
+      const g = simGroup([100, 40], unclean);
+      const [r0, r1] = g.replicas as [Election, Election];
+      r0.start();
+      r1.start();
+      expect(await g.sim.until(() => r0.role === "master" && r1.master?.brokerId === 0, 5000)).toBe(true);
+      await g.sim.advance(3 * TTL); // replica 1 stays 60 bytes behind: the set is {0}
+      expect(g.etcd.peek("/rocketbun/c/sim/syncStateSet")?.value).toBe(JSON.stringify({ epoch: 1, members: [0] }));
+      await r0.stop(false); // dies
+      const elected = await g.sim.until(() => r1.role === "master", 6 * TTL);
+      expect(elected).toBe(unclean);
+      if (unclean) expect(JSON.parse(g.etcd.peek("/rocketbun/c/sim/epoch")!.value)).toEqual({ epoch: 2, brokerId: 1, startOffset: 40 });
+      else expect(g.etcd.peek("/rocketbun/c/sim/master")).toBeUndefined();
+      for (const r of g.replicas) await r.stop(true);
+    }
+  });
+
+  test("etcd down: every replica keeps its role, the master acknowledges nothing; etcd back: the lease resumes and it is writable again, no election", async () => {
+    const g = simGroup([100, 100]);
+    const [r0, r1] = g.replicas as [Election, Election];
+    r0.start();
+    r1.start();
+    expect(await g.sim.until(() => r0.role === "master" && r0.writable() && r1.master?.brokerId === 0, 5000)).toBe(true);
+    g.etcd.setDown(true);
+    await g.sim.advance(5 * TTL);
+    expect([r0.role, r0.writable(), r1.role]).toEqual(["master", false, "replica"]);
+    g.etcd.setDown(false);
+    expect(await g.sim.until(() => r0.writable(), TTL)).toBe(true);
+    expect([r0.role, r0.epoch, r1.role]).toEqual(["master", 1, "replica"]);
+    expect(g.events.filter((e) => e.includes("master e"))).toEqual(["0 master e1"]);
+    for (const r of g.replicas) await r.stop(true);
+  });
+
   test("a partitioned master fences itself before its lease lapses; the in-sync replica is elected; healed, the old master steps down; one master per epoch", async () => {
     const sim = new SimClock();
     const clock = sim.view();
