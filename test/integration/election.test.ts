@@ -1,8 +1,8 @@
-/** src/failover/election.ts with three replicas of one broker group on a real etcd: cold start, failover to the best in-sync replica, fencing. */
+/** src/failover/election.ts: replicas of one broker group on a real etcd (cold start, failover to the best in-sync replica, fencing) and on the in-memory etcd in virtual time (partitions, unclean election, an etcd outage). */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { systemClock } from "../../src/common/clock.ts";
+import { systemClock, type Clock } from "../../src/common/clock.ts";
 import { scope } from "../../src/common/log.ts";
-import { EtcdHttpClient } from "../../src/failover/etcd.ts";
+import { EtcdHttpClient, type EtcdKv } from "../../src/failover/etcd.ts";
 import { Election, type MasterRecord } from "../../src/failover/election.ts";
 import { MemoryEtcd } from "../../src/failover/test-support.ts";
 import { SimClock } from "../sim/clock.ts";
@@ -20,33 +20,36 @@ afterAll(async () => {
 
 const TTL = 2000;
 
-function group(name: string, offsets: number[]) {
-  const kv = new EtcdHttpClient({ endpoints: [etcd.endpoint], requestTimeoutMs: 500 });
+/**
+ * Replicas 0..n-1 of broker group `name`, each on its own `kv(id)` view of etcd; `offsets[id]` is
+ * each one's confirmed offset (tests change it). Replica 0 starts as master. `events` records
+ * elections ("0 master e1 @500") and follows ("1 follows 0 e1").
+ */
+function replicasOf(o: { name: string; offsets: number[]; kv: (id: number) => EtcdKv; clock: Clock; allowUncleanElection?: boolean }) {
   const events: string[] = [];
-  const replicas = offsets.map((_, id) => {
+  const replicas = o.offsets.map((_, id) => {
     const listener = {
       becameMaster: (epoch: number, start: number) => events.push(`${id} master e${epoch} @${start}`),
       follow: (m: MasterRecord) => events.push(`${id} follows ${m.brokerId} e${m.epoch}`),
     };
     const me = {
       cluster: "c",
-      brokerName: name,
+      brokerName: o.name,
       brokerId: id,
       addr: `127.0.0.1:${1000 + id}`,
       haAddr: `127.0.0.1:${2000 + id}`,
       startsAsMaster: id === 0,
     };
-    return new Election(
-      kv,
-      systemClock,
-      scope(`election-${id}`),
-      me,
-      { leaseTtlMs: TTL, allowUncleanElection: false, inSyncWithinMs: () => 1000 },
-      { confirmedOffset: () => offsets[id]! },
-      listener,
-    );
+    const opts = { leaseTtlMs: TTL, allowUncleanElection: o.allowUncleanElection ?? false, inSyncWithinMs: () => 1000 };
+    return new Election(o.kv(id), o.clock, scope(`election-${id}`), me, opts, { confirmedOffset: () => o.offsets[id]! }, listener);
   });
-  return { kv, events, replicas, prefix: `/rocketbun/c/${name}/` };
+  return { events, replicas };
+}
+
+/** A group on the real etcd, on real time. */
+function group(name: string, offsets: number[]) {
+  const kv = new EtcdHttpClient({ endpoints: [etcd.endpoint], requestTimeoutMs: 500 });
+  return { kv, prefix: `/rocketbun/c/${name}/`, ...replicasOf({ name, offsets, kv: () => kv, clock: systemClock }) };
 }
 
 test.skipIf(!present)(
@@ -147,22 +150,12 @@ test.skipIf(!present)(
   40_000,
 );
 
-/** Replicas of one group on a MemoryEtcd in virtual time; `offsets[id]` is each one's confirmed offset. */
+/** A group on a MemoryEtcd, in virtual time. */
 function simGroup(offsets: number[], allowUncleanElection = false) {
   const sim = new SimClock();
   const clock = sim.view();
   const etcd = new MemoryEtcd(clock);
-  const events: string[] = [];
-  const replicas = offsets.map((_, id) => {
-    const me = { cluster: "c", brokerName: "sim", brokerId: id, addr: `a${id}`, haAddr: `h${id}`, startsAsMaster: id === 0 };
-    const listener = {
-      becameMaster: (epoch: number) => events.push(`${id} master e${epoch}`),
-      follow: (m: MasterRecord) => events.push(`${id} follows ${m.brokerId} e${m.epoch}`),
-    };
-    const opts = { leaseTtlMs: TTL, allowUncleanElection, inSyncWithinMs: () => 1000 };
-    return new Election(etcd.client(`r${id}`), clock, scope(`sim-election-${id}`), me, opts, { confirmedOffset: () => offsets[id]! }, listener);
-  });
-  return { sim, clock, etcd, events, replicas };
+  return { sim, clock, etcd, ...replicasOf({ name: "sim", offsets, kv: (id) => etcd.client(`r${id}`), clock, allowUncleanElection }) };
 }
 
 describe("the election on the in-memory etcd, in virtual time", () => {
@@ -196,32 +189,12 @@ describe("the election on the in-memory etcd, in virtual time", () => {
     g.etcd.setDown(false);
     expect(await g.sim.until(() => r0.writable(), TTL)).toBe(true);
     expect([r0.role, r0.epoch, r1.role]).toEqual(["master", 1, "replica"]);
-    expect(g.events.filter((e) => e.includes("master e"))).toEqual(["0 master e1"]);
+    expect(g.events.filter((e) => e.includes("master e"))).toEqual(["0 master e1 @100"]);
     for (const r of g.replicas) await r.stop(true);
   });
 
   test("a partitioned master fences itself before its lease lapses; the in-sync replica is elected; healed, the old master steps down; one master per epoch", async () => {
-    const sim = new SimClock();
-    const clock = sim.view();
-    const etcd = new MemoryEtcd(clock);
-    const offsets = [100, 100];
-    const events: string[] = [];
-    const replicas = offsets.map((_, id) => {
-      const me = { cluster: "c", brokerName: "sim", brokerId: id, addr: `a${id}`, haAddr: `h${id}`, startsAsMaster: id === 0 };
-      const listener = {
-        becameMaster: (epoch: number) => events.push(`${id} master e${epoch}`),
-        follow: (m: MasterRecord) => events.push(`${id} follows ${m.brokerId} e${m.epoch}`),
-      };
-      return new Election(
-        etcd.client(`r${id}`),
-        clock,
-        scope(`sim-election-${id}`),
-        me,
-        { leaseTtlMs: TTL, allowUncleanElection: false, inSyncWithinMs: () => 1000 },
-        { confirmedOffset: () => offsets[id]! },
-        listener,
-      );
-    });
+    const { sim, clock, etcd, events, replicas } = simGroup([100, 100]);
     const [r0, r1] = replicas as [Election, Election];
     r0.start();
     r1.start();
@@ -241,7 +214,7 @@ describe("the election on the in-memory etcd, in virtual time", () => {
     etcd.partition("r0", false);
     expect(await sim.until(() => r0.role === "replica" && r0.master?.brokerId === 1, 5000)).toBe(true);
     const masters = events.filter((e) => e.includes("master e"));
-    expect(masters).toEqual(["0 master e1", "1 master e2"]);
+    expect(masters).toEqual(["0 master e1 @100", "1 master e2 @100"]);
     for (const r of replicas) await r.stop(true);
   });
 });
