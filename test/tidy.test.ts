@@ -4,8 +4,8 @@
  */
 import { describe, expect, test } from "bun:test";
 import ts from "typescript";
-import { readdirSync, readFileSync, statSync } from "node:fs";
-import { join, relative, resolve, dirname } from "node:path";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { basename, join, relative, resolve, dirname } from "node:path";
 
 const ROOT = resolve(import.meta.dir, "..");
 const SRC = join(ROOT, "src");
@@ -73,6 +73,27 @@ function unresolvedCitations(source: string, sections: (doc: string) => Set<stri
   }
   return problems;
 }
+
+/**
+ * Documents a file names that a reader of this repository cannot open: a `<name>.md` that is not
+ * in the repository (at that path from the root or from the file, or under docs/), and a numbered
+ * "practice N" (a house rule cited by number without its document: write docs/CONVENTIONS.md §N).
+ * OUTSIDE_DATA_FILES are the exception: files of other tools the code reads as data.
+ */
+function outsideDocuments(source: string, file: string): string[] {
+  const problems: string[] = [];
+  for (const m of source.matchAll(/(?<![\w./-])((?:\.{1,2}\/)*(?:[\w-]+\/)*\w[\w-]*\.md)\b/g)) {
+    const name = m[1]!;
+    if (name.startsWith("docs/") || OUTSIDE_DATA_FILES.has(basename(name))) continue; // docs/: unresolvedCitations
+    if ([join(ROOT, name), join(dirname(file), name), join(ROOT, "docs", name)].some((p) => existsSync(p))) continue;
+    problems.push(`names ${name}, which is not in this repository (cite docs/ instead)`);
+  }
+  for (const m of source.matchAll(/\bpractices? (\d+)/g)) problems.push(`cites "${m[0]}" without its document (write docs/CONVENTIONS.md §${m[1]})`);
+  return problems;
+}
+
+/** Other tools' files the code reads as data, not documents it cites: the peers harness's result table (bench/lib/report.ts). */
+const OUTSIDE_DATA_FILES: ReadonlySet<string> = new Set(["RESULTS.md"]);
 
 /**
  * Definitions made in more than one file: an exported type, interface, class or enum name, or a
@@ -286,13 +307,18 @@ describe("tidy", () => {
     for (const f of walk(ROOT, CITING_EXTS)) {
       if (f === import.meta.path) continue;
       const src = readFileSync(f, "utf8");
-      // Documents outside the repository cannot be followed by a reader of this one.
-      for (const outside of ["wire reference", "STYLE practice", "STYLE.md", "rocketmq-wire.md", "shared/reference"]) {
-        if (src.includes(outside)) problems.push(`${rel(f)}: cites "${outside}" (outside the repository; cite docs/ instead)`);
-      }
-      for (const p of unresolvedCitations(src, sections)) problems.push(`${rel(f)}: ${p}`);
+      for (const p of [...outsideDocuments(src, f), ...unresolvedCitations(src, sections)]) problems.push(`${rel(f)}: ${p}`);
     }
     expect(problems).toEqual([]);
+  });
+
+  test("the outside-document check refuses documents a reader of the repository cannot open", () => {
+    const here = join(ROOT, "src", "x.ts");
+    expect(outsideDocuments("see README.md, bench/README.md and docs/PROTOCOL.md; the peers' RESULTS.md", here)).toEqual([]);
+    expect(outsideDocuments("as NOTES.md says", here)).toEqual(["names NOTES.md, which is not in this repository (cite docs/ instead)"]);
+    expect(outsideDocuments("../elsewhere/GUIDE.md", here)).toEqual(["names ../elsewhere/GUIDE.md, which is not in this repository (cite docs/ instead)"]);
+    expect(outsideDocuments("errors stick (practice 5)", here)).toEqual(['cites "practice 5" without its document (write docs/CONVENTIONS.md §5)']);
+    expect(outsideDocuments("`${base}-profile.md` and `${stamp}.md`, files a run writes", here)).toEqual([]);
   });
 
   test("the citation check resolves chains and refuses what does not exist", () => {

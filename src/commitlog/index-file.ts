@@ -39,7 +39,7 @@
  *     that continues a full one); endTimestamp / endPhyOffset from the newest put. Offsets never
  *     decrease along the entries, because the dispatcher indexes the CommitLog in order.
  *
- * Reading a file from disk (practice 2): `open` validates the header (counts in range, size equal
+ * Reading a file from disk (docs/CONVENTIONS.md §2): `open` validates the header (counts in range, size equal
  * to the geometry) and returns `{ invalid }` otherwise. Slots and prevIndex links are checked on
  * every step: a pointer outside the written entries or not strictly older ends the walk, and a
  * walk is capped at indexCount steps. Lookups never throw on corrupted entries and never loop.

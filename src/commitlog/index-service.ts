@@ -19,9 +19,9 @@
  *     dropFilesAbove), and a missed record is worse than a duplicate entry. queryOffset returns
  *     each offset once.
  *
- * Failure handling: an IO error while writing (create, fsync) is sticky (practice 5): it is
+ * Failure handling: an IO error while writing (create, fsync) is sticky (docs/CONVENTIONS.md §5): it is
  * rethrown by every later buildIndex/flush, and the caller stops indexing until restart.
- * Files that fail validation at load are input (practice 2): they are deleted and reported.
+ * Files that fail validation at load are input (docs/CONVENTIONS.md §2): they are deleted and reported.
  */
 import { join } from "node:path";
 import { nodeDisk, removeInterruptedCreates, type StoreDisk } from "./disk.ts";

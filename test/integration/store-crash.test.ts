@@ -1,5 +1,5 @@
 /**
- * Crash test of the message store (practice 5, with real processes as in practice 8): a child
+ * Crash test of the message store (docs/CONVENTIONS.md §5 and §8: real processes): a child
  * process (./store-crash-writer.ts) storms the store with single puts and small batches over
  * 3 topics × 4 queues, 16 puts in flight, on 256 KiB segments and 64-unit ConsumeQueue files,
  * and is SIGKILLed at a random moment, many times over. After each kill this process opens the
