@@ -253,11 +253,15 @@ final class ConsumeScenarios {
         while (!got.bodies().containsAll(first) && System.currentTimeMillis() < deadline) got.addAll(c.poll(500));
         check(got.bodies().containsAll(first), "lite pull (subscribe) got " + got.size() + " of 20");
         c.commitSync();
-        // The commit reaches the broker asynchronously (the offset store persists it): wait until the
-        // broker holds all 20, or the next member may legitimately start below them (at-least-once).
         Collection<MessageQueue> queues = c.fetchMessageQueues(topic);
-        Ctx.await(() -> committedTotal(c, queues) == 20, 15_000, () -> "the broker to hold the committed offsets: " + committedTotal(c, queues) + " of 20");
+        check(committedTotal(c, queues) == 20, "committed() after commitSync: " + committedTotal(c, queues) + " of 20");
         c.shutdown();
+        // commitSync only sets the consumer's memory; the offsets reach the broker by the periodic
+        // persist or the ONEWAY update shutdown sends, which the broker may apply after the next
+        // member's first query. Wait until the broker holds all 20 (read by fresh members, whose
+        // committed() asks the broker), or the next member may legitimately start below them.
+        Ctx.await(() -> brokerCommittedTotal(ctx, group, queues) == 20, 15_000,
+            () -> "the broker to hold the committed offsets: " + brokerCommittedTotal(ctx, group, queues) + " of 20");
         // A new member of the group resumes after the committed offsets: only new messages.
         Set<String> second = send(p, topic, "TagA", 20, 30);
         DefaultLitePullConsumer c2 = ctx.litePull(group);
@@ -272,7 +276,23 @@ final class ConsumeScenarios {
         return "subscribe + poll got 20; after commitSync a new consumer of the group resumed with exactly the 10 new ones";
     }
 
-    /** The sum of the offsets the broker holds for `queues` (-1 counted as 0). */
+    /**
+     * The sum of the offsets the broker holds for `group` on `queues`, read by a fresh member of the
+     * group: its memory is empty, so committed() asks the broker (c.committed() answers from memory).
+     */
+    static long brokerCommittedTotal(Ctx ctx, String group, Collection<MessageQueue> queues) {
+        DefaultLitePullConsumer probe = ctx.litePull(group);
+        try {
+            probe.start();
+            return committedTotal(probe, queues);
+        } catch (Exception e) {
+            return -1;
+        } finally {
+            probe.shutdown();
+        }
+    }
+
+    /** The sum of the offsets `c` reports for `queues` (-1 counted as 0). */
     static long committedTotal(DefaultLitePullConsumer c, Collection<MessageQueue> queues) {
         long sum = 0;
         for (MessageQueue q : queues) {
