@@ -80,8 +80,13 @@ export interface TlsMaterial extends TlsServerSide {
   client(): ClientTls | undefined;
 }
 
-/** How long a new connection may stay silent, and a TLS handshake take, before it is closed. */
+/**
+ * Defaults of a listener's deadlines (the remoting server passes remoting.idleTimeoutMs and
+ * remoting.frameTimeoutMs): how long a new connection may stay silent before its first byte, and
+ * how long its TLS handshake may take once begun.
+ */
 export const FIRST_BYTE_TIMEOUT_MS = 10_000;
+export const HANDSHAKE_TIMEOUT_MS = 10_000;
 
 const TLS_HANDSHAKE_RECORD = 0x16;
 
@@ -329,6 +334,8 @@ const CLOSED = 5;
 interface Slot<U> {
   state: number;
   user: U | undefined;
+  /** Raw slot: still counted against maxConnections (released exactly once, by either side's close). */
+  counted?: boolean;
   /** The raw socket's first-byte and handshake deadline; cleared once the connection is open. */
   timer: ReturnType<typeof setTimeout> | undefined;
   /** Raw slot: the TLS socket it was upgraded to. TLS slot: the raw slot (to clear its timer). */
@@ -353,12 +360,23 @@ export interface TlsListenOptions {
   /** Absent: plaintext only, a ClientHello is closed (disabled mode). */
   tls?: TlsServerSide;
   log: Logger;
-  /** Default FIRST_BYTE_TIMEOUT_MS. */
+  /** Default FIRST_BYTE_TIMEOUT_MS; 0 = none. */
   firstByteTimeoutMs?: number;
+  /** Default HANDSHAKE_TIMEOUT_MS; 0 = none. */
+  handshakeTimeoutMs?: number;
+  /**
+   * Accepted sockets open at once (silent, handshaking and open ones alike); one more is closed
+   * at once with a rate-limited warning naming `limitKey`. Default 0: no limit.
+   */
+  maxConnections?: number;
+  /** The config key named in the refusal (default "maxConnections"). */
+  limitKey?: string;
 }
 
 export interface TlsListener {
   readonly port: number;
+  /** Accepted sockets open now, counted as maxConnections counts them. */
+  readonly connections: number;
   /** Stops accepting and closes every connection, upgraded ones included (stop(true) alone misses them). */
   stop(): void;
 }
@@ -367,16 +385,31 @@ export interface TlsListener {
 export function listenTls<U>(o: TlsListenOptions, h: AcceptHandlers<U>): TlsListener {
   const upgraded = new Set<Socket<Slot<U>>>();
   const timeoutMs = o.firstByteTimeoutMs ?? FIRST_BYTE_TIMEOUT_MS;
-  const tlsSide = tlsHandlers(o, h, upgraded);
+  const limit = o.maxConnections ?? 0;
+  const count = { open: 0 };
+  const release = (slot: Slot<U> | undefined): void => {
+    if (slot?.counted !== true) return;
+    slot.counted = false;
+    count.open--;
+  };
+  const tlsSide = tlsHandlers(o, h, upgraded, release);
   const listener: TCPSocketListener<Slot<U>> = Bun.listen<Slot<U>>({
     hostname: o.hostname,
     port: o.port,
     socket: {
       binaryType: "uint8array",
       open: (s) => {
+        if (limit > 0 && count.open >= limit) {
+          s.data = { state: CLOSED, user: undefined, timer: undefined };
+          const key = o.limitKey ?? "maxConnections";
+          o.log.rateLimited("warn", "connection-limit", `connection from ${s.remoteAddress} refused: ${count.open} connections open, the limit (${key})`);
+          s.terminate();
+          return;
+        }
+        count.open++;
         s.setNoDelay(true);
-        s.data = { state: UNDECIDED, user: undefined, timer: undefined };
-        s.data.timer = setTimeout(() => silent(o, s, timeoutMs), timeoutMs);
+        s.data = { state: UNDECIDED, user: undefined, timer: undefined, counted: true };
+        if (timeoutMs > 0) s.data.timer = setTimeout(() => silent(o, s, timeoutMs), timeoutMs);
       },
       data: (s, chunk) => {
         const slot = s.data;
@@ -386,9 +419,13 @@ export function listenTls<U>(o: TlsListenOptions, h: AcceptHandlers<U>): TlsList
       drain: (s) => {
         if (s.data?.state === PLAIN) h.drain(s.data.user as U);
       },
-      close: (s) => closeSlot(s.data, h),
+      close: (s) => {
+        release(s.data);
+        closeSlot(s.data, h);
+      },
       error: (s, e) => {
         o.log.rateLimited("debug", "socket-error", `socket error from ${s.remoteAddress}: ${e.message}`);
+        release(s.data);
         closeSlot(s.data, h);
       },
     },
@@ -396,6 +433,9 @@ export function listenTls<U>(o: TlsListenOptions, h: AcceptHandlers<U>): TlsList
   return {
     get port() {
       return listener.port;
+    },
+    get connections() {
+      return count.open;
     },
     stop() {
       for (const s of [...upgraded]) s.terminate();
@@ -416,6 +456,7 @@ function closeSlot<U>(slot: Slot<U> | undefined, h: AcceptHandlers<U>): void {
 
 /** No first byte, or no finished handshake, in time: close (the upgraded side too). */
 function silent<U>(o: TlsListenOptions, s: Socket<Slot<U>>, timeoutMs: number): void {
+  if (s.data.state === CLOSED) return;
   const slot = s.data;
   slot.timer = undefined;
   const tls = slot.tls;
@@ -450,7 +491,10 @@ function firstChunk<U>(
   }
   if (decision === "tls" && options !== undefined) {
     // Set before the call: the ClientHello is fed synchronously and the raw handlers see bytes too.
-    // The raw socket's timer stays: it closes a handshake that does not finish.
+    // The raw socket's timer now closes a handshake that does not finish.
+    if (slot.timer !== undefined) clearTimeout(slot.timer);
+    const handshakeMs = o.handshakeTimeoutMs ?? HANDSHAKE_TIMEOUT_MS;
+    slot.timer = handshakeMs > 0 ? setTimeout(() => silent(o, s, handshakeMs), handshakeMs) : undefined;
     slot.state = UPGRADED;
     const t = upgradeToTls<Slot<U>>(s as Socket<unknown>, chunk, options, tlsSide, {
       state: TLS_HANDSHAKING,
@@ -473,7 +517,12 @@ function firstChunk<U>(
 }
 
 /** Handlers of the TLS side of an upgraded connection. */
-function tlsHandlers<U>(o: TlsListenOptions, h: AcceptHandlers<U>, upgraded: Set<Socket<Slot<U>>>): SocketHandler<Slot<U>> {
+function tlsHandlers<U>(
+  o: TlsListenOptions,
+  h: AcceptHandlers<U>,
+  upgraded: Set<Socket<Slot<U>>>,
+  release: (raw: Slot<U> | undefined) => void,
+): SocketHandler<Slot<U>> {
   return {
     binaryType: "uint8array",
     // Bun calls `open` after the handshake, also when the client's certificate was refused
@@ -502,11 +551,13 @@ function tlsHandlers<U>(o: TlsListenOptions, h: AcceptHandlers<U>, upgraded: Set
     // `error` and `close` may come without `open` (a failed handshake): `data` may be unset.
     close: (t) => {
       upgraded.delete(t);
+      release(t.data?.raw);
       closeSlot(t.data, h);
     },
     error: (t, e) => {
       o.log.rateLimited("debug", "tls-error", `TLS error from ${t.remoteAddress}: ${e.message}`);
       upgraded.delete(t);
+      release(t.data?.raw);
       closeSlot(t.data, h);
     },
   };

@@ -35,6 +35,9 @@ export interface Config {
     frameSizeMaxBytes: number;
     connectionBufferMaxBytes: number;
     requestTimeoutMs: number;
+    maxConnections: number;
+    idleTimeoutMs: number;
+    frameTimeoutMs: number;
   };
   namesrv: {
     listen: HostPort;
@@ -232,6 +235,26 @@ export const KEYS: readonly KeyDef[] = [
     doc: "pending outbound bytes one connection may buffer before it is closed",
   },
   { key: "remoting.requestTimeoutMs", type: int(1), unit: "ms", roles: ALL, doc: "how long an outgoing request waits for its response" },
+  {
+    key: "remoting.maxConnections",
+    type: int(0),
+    roles: ALL,
+    doc: "sockets open at once on each remoting port (listen, VIP); one more is closed at once with a warning; 0 = no limit",
+  },
+  {
+    key: "remoting.idleTimeoutMs",
+    type: int(0),
+    unit: "ms",
+    roles: ALL,
+    doc: "a remoting connection with no traffic either way for this long is closed (Java: 120 s), a silent new one too; 0 = never",
+  },
+  {
+    key: "remoting.frameTimeoutMs",
+    type: int(0),
+    unit: "ms",
+    roles: ALL,
+    doc: "a frame (or TLS handshake) begun must be complete within this, or the connection is closed (slow senders); 0 = never",
+  },
 
   { key: "namesrv.listen", type: listenType, roles: NAMESRV_ROLES, doc: "name server remoting address (HOST:PORT; port 0 = any free port)" },
   {
@@ -740,7 +763,14 @@ export function defaultConfig(role: Role): Config {
   return {
     role,
     logLevel: "info",
-    remoting: { frameSizeMaxBytes: 16 * MiB, connectionBufferMaxBytes: 64 * MiB, requestTimeoutMs: 3000 },
+    remoting: {
+      frameSizeMaxBytes: 16 * MiB,
+      connectionBufferMaxBytes: 64 * MiB,
+      requestTimeoutMs: 3000,
+      maxConnections: 50_000,
+      idleTimeoutMs: 120_000,
+      frameTimeoutMs: 30_000,
+    },
     namesrv: {
       listen: namesrvListen,
       admin: defaultAdmin(namesrvListen, NAMESRV_ADMIN_OFFSET),

@@ -97,6 +97,7 @@ export class NamesrvController {
       port: ns.listen.port,
       frameSizeMaxBytes: opts.remoting.frameSizeMaxBytes,
       connectionBufferMaxBytes: opts.remoting.connectionBufferMaxBytes,
+      limits: { maxConnections: opts.remoting.maxConnections, idleTimeoutMs: opts.remoting.idleTimeoutMs, frameTimeoutMs: opts.remoting.frameTimeoutMs },
       log: scope("namesrv-remoting"),
       hooks: this.#acl ? [this.#acl, this.#requestStats] : [this.#requestStats],
       ...(opts.tls ? { tls: opts.tls } : {}),

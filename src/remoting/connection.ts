@@ -81,6 +81,10 @@ export class RemotingConnection {
    */
   #timeoutTimer: ReturnType<typeof setTimeout> | null = null;
   #timeoutAt = Infinity;
+  /** Reads plus frames queued: a server's ConnectionWatch sees idleness by it not moving. */
+  activity = 0;
+  /** Frames decoded (requests and responses). */
+  framesReceived = 0;
 
   constructor(socket: SocketLike, opts: ConnectionOptions) {
     this.#socket = socket;
@@ -93,6 +97,11 @@ export class RemotingConnection {
     return this.#closed;
   }
 
+  /** Bytes of a frame begun and not complete. */
+  get bufferedBytes(): number {
+    return this.#decoder.bufferedBytes;
+  }
+
   /** Runs once when the connection closes, for any reason. */
   onClose(listener: (conn: RemotingConnection) => void): void {
     if (this.#closed) listener(this);
@@ -101,12 +110,14 @@ export class RemotingConnection {
 
   /** Socket `data` handler. */
   handleData(chunk: Uint8Array): void {
+    this.activity++;
     const result = this.#decoder.feed(chunk);
     if (!Array.isArray(result)) {
       this.#opts.log.rateLimited("warn", "bad-frame", `closing ${this.remoteAddress}: ${result.invalid}`);
       this.close();
       return;
     }
+    this.framesReceived += result.length;
     for (const cmd of result) {
       if (isResponse(cmd)) {
         const p = this.#pending.get(cmd.opaque);
@@ -190,6 +201,7 @@ export class RemotingConnection {
   }
 
   #queued(n: number): boolean {
+    this.activity++;
     this.#queuedBytes += n;
     this.#queuedFrames++;
     // Enough for one write already: send it now instead of at the end of the turn, so the peer

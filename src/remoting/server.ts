@@ -9,7 +9,9 @@
 import type { Logger } from "../common/log.ts";
 import { listenTls, type TlsListener, type TlsServerSide } from "../common/tls.ts";
 import { createResponse, isOneway, type RemotingCommand } from "./command.ts";
+import { systemClock } from "../common/clock.ts";
 import { RemotingConnection } from "./connection.ts";
+import { ConnectionWatch } from "./connection-watch.ts";
 import { RequestPipeline, type RequestHook } from "./pipeline.ts";
 import type { ProcessResult, RequestProcessor } from "./processor.ts";
 import { ResponseCode } from "./response-code.ts";
@@ -30,6 +32,20 @@ export interface RemotingServerOptions {
    * Absent: plaintext only. Not used with `network`.
    */
   tls?: TlsServerSide;
+  /**
+   * remoting.maxConnections / idleTimeoutMs / frameTimeoutMs (./connection-watch.ts). Enforced on
+   * real sockets only: with `network` (in-memory sockets on simulated time) nothing is watched.
+   */
+  limits?: ConnectionLimits;
+}
+
+export interface ConnectionLimits {
+  /** Sockets open at once on this port; 0 = no limit. */
+  maxConnections: number;
+  /** No traffic for this long closes a connection (and a silent one before its first byte); 0 = never. */
+  idleTimeoutMs: number;
+  /** A frame (or TLS handshake) begun must complete within this; 0 = never. */
+  frameTimeoutMs: number;
 }
 
 /**
@@ -56,6 +72,7 @@ export class RemotingServer {
   readonly #connections = new Set<RemotingConnection>();
   readonly #closeListeners: ((conn: RemotingConnection) => void)[] = [];
   #listener: TlsListener | RemotingListener | null = null;
+  #watch: ConnectionWatch | undefined;
   #received = 0;
   #gcRequestedAt = 0;
 
@@ -90,6 +107,12 @@ export class RemotingServer {
     return this.#connections.size;
   }
 
+  /** Accepted sockets open now, counting those not yet past their first byte or TLS handshake. */
+  get socketCount(): number {
+    const l = this.#listener;
+    return l !== null && "connections" in l ? l.connections : this.#connections.size;
+  }
+
   /** Binds the port; throws (e.g. EADDRINUSE) without leaving anything behind. */
   start(): number {
     const opts = this.#opts;
@@ -101,9 +124,20 @@ export class RemotingServer {
       });
       return this.#listener.port;
     }
+    const limits = opts.limits;
+    if (limits) this.#watch = new ConnectionWatch({ ...limits, clock: systemClock, log: opts.log });
+    // Before its first byte a socket is idle, and a TLS handshake is a frame begun.
+    const listenLimits = limits
+      ? {
+          maxConnections: limits.maxConnections,
+          limitKey: "remoting.maxConnections",
+          firstByteTimeoutMs: limits.idleTimeoutMs,
+          handshakeTimeoutMs: limits.frameTimeoutMs,
+        }
+      : {};
     // One listener for every TLS mode; each connection is classified by its first byte.
     this.#listener = listenTls<RemotingConnection>(
-      { hostname: opts.host, port: opts.port, log: opts.log, ...(opts.tls ? { tls: opts.tls } : {}) },
+      { hostname: opts.host, port: opts.port, log: opts.log, ...listenLimits, ...(opts.tls ? { tls: opts.tls } : {}) },
       {
         // Bun.listen: every read arrives in a fresh buffer, TLS reads too (transport.test.ts).
         open: (socket) => this.#accept(socket, true),
@@ -138,14 +172,18 @@ export class RemotingServer {
       onRequest: (c, cmd) => this.#dispatch(c, cmd),
     });
     this.#connections.add(conn);
+    this.#watch?.add(conn);
     conn.onClose((c) => {
       this.#connections.delete(c);
+      this.#watch?.remove(c);
       for (const l of this.#closeListeners) l(c);
     });
     return conn;
   }
 
   stop(): void {
+    this.#watch?.stop();
+    this.#watch = undefined;
     for (const c of [...this.#connections]) c.close();
     // Also closes the accepted sockets, TLS ones and those not yet classified.
     this.#listener?.stop();

@@ -13,7 +13,7 @@ import { makeCerts, opensslPresent, type CertSet } from "../../test/harness/cert
 import { connectBun, TlsContext, type ClientTls, type TlsSettings } from "../common/tls.ts";
 import { createRequest, createResponse } from "./command.ts";
 import { RemotingClient, REMOTING_CLIENT_DEFAULTS } from "./client.ts";
-import { RemotingServer } from "./server.ts";
+import { RemotingServer, type ConnectionLimits } from "./server.ts";
 import { recordingLogger } from "./test-support.ts";
 
 const run = opensslPresent("remoting/tls.test.ts");
@@ -28,12 +28,13 @@ afterEach(async () => {
 async function serve(
   o: Partial<TlsSettings>,
   host = "127.0.0.1",
+  limits?: ConnectionLimits,
 ): Promise<{ server: RemotingServer; addr: string; ctx: TlsContext; log: ReturnType<typeof recordingLogger> }> {
   const c = certs!;
   const settings: TlsSettings = { ...defaultConfig("standalone").tls, certPath: c.serverCert, keyPath: c.serverKey, ...o };
   const log = recordingLogger();
   const ctx = await TlsContext.load(settings, log);
-  const server = new RemotingServer({ host, port: 0, frameSizeMaxBytes: 1 << 20, connectionBufferMaxBytes: 1 << 22, log, tls: ctx });
+  const server = new RemotingServer({ host, port: 0, frameSizeMaxBytes: 1 << 20, connectionBufferMaxBytes: 1 << 22, log, tls: ctx, ...(limits ? { limits } : {}) });
   server.register(11, { process: (_conn, cmd) => createResponse(cmd, 0, "pong") });
   server.start();
   cleanups.push(() => server.stop());
@@ -141,5 +142,35 @@ describe.skipIf(!run)("remoting over TLS", () => {
     const deadline = performance.now() + 2000;
     while (!closed && performance.now() < deadline) await Bun.sleep(10);
     expect(closed).toBe(true);
+  });
+
+  test("maxConnections counts TLS connections once each, through handshake, open and close; a stalled handshake is cut at frameTimeoutMs", async () => {
+    const { addr, server, log } = await serve({ serverMode: "permissive" }, "127.0.0.1", { maxConnections: 2, idleTimeoutMs: 0, frameTimeoutMs: 500 });
+    const port = Number(addr.split(":")[1]);
+    const held = await connectBun("127.0.0.1", port, trusting(), undefined, { data: () => {} });
+    expect(await ping(addr, trusting())).toBe("pong");
+    expect(await ping(addr)).toBe("pong");
+    const waitCount = async (n: number) => {
+      const deadline = performance.now() + 2000;
+      while (server.socketCount !== n && performance.now() < deadline) await Bun.sleep(10);
+      expect(server.socketCount).toBe(n);
+    };
+    await waitCount(1);
+    // A peer that starts a handshake (one ClientHello byte) and stalls holds the second slot until
+    // frameTimeoutMs; meanwhile a third connection is refused.
+    let stalledClosed = false;
+    const stalled = await Bun.connect({ hostname: "127.0.0.1", port, socket: { data: () => {}, close: () => void (stalledClosed = true) } });
+    cleanups.push(() => stalled.terminate());
+    stalled.write(new Uint8Array([0x16]));
+    await waitCount(2);
+    expect(await ping(addr)).toStartWith("error:");
+    const deadline = performance.now() + 3000;
+    while (!stalledClosed && performance.now() < deadline) await Bun.sleep(10);
+    expect(stalledClosed).toBe(true);
+    await waitCount(1);
+    expect(await ping(addr, trusting())).toBe("pong");
+    held.end();
+    await waitCount(0);
+    expect(log.lines.some((l) => /refused: 2 connections open, the limit \(remoting\.maxConnections\)/.test(l.msg))).toBe(true);
   });
 });
