@@ -1,0 +1,189 @@
+/**
+ * Connection floods and slow senders (issue #18, item 4): a name server and an ASYNC_FLUSH master
+ * (the compiled binary, default remoting limits: maxConnections 50,000, idleTimeoutMs 120 s,
+ * frameTimeoutMs 30 s) on 127.0.0.1, a well-behaved rocketbun/client producer (1 KiB bodies, 32
+ * sends in flight, `--seconds` per phase) and, in a second process (./flood.ts), one abuse at a
+ * time:
+ *
+ *   baseline   nothing else
+ *   idle       `--idle` connections opened and held silent (broker RSS and fds measured: the
+ *              memory of one idle connection is the RSS growth over the baseline divided by them)
+ *   slowloris  `--slow` connections sending a frame a byte a second
+ *   partial    `--slow` connections announcing a 16 MiB frame and stalling after 64 KiB
+ *   storm      `--storm` loops connecting, sending one request and closing, without pause
+ *
+ * For each phase: the producer's msgs/s and its ratio to the baseline (target ≥ 0.80), ack p99,
+ * broker RSS and open fds. The flood runs on the same 2 cores as the broker and the producer; the
+ * ratio includes that competition, as it would on a real host. Not a test: nothing asserted.
+ *
+ *   npx bun bench/abuse/connections.ts [--seconds 8] [--idle 10000] [--slow 1000] [--storm 4] [--binary FILE]
+ */
+import { mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Subprocess } from "bun";
+import { Producer } from "../../src/client/index.ts";
+import { Admin, PROJECT, startMaster, startNamesrv, type Proc } from "../lib/cluster.ts";
+import { closedLoop, randomBodies, round, rssBytes, sleep, stats } from "../lib/measure.ts";
+
+interface Args {
+  seconds: number;
+  idle: number;
+  slow: number;
+  storm: number;
+  binary: string | undefined;
+}
+
+function parseArgs(argv: string[]): Args {
+  const a: Args = { seconds: 8, idle: 10_000, slow: 1000, storm: 4, binary: undefined };
+  for (let i = 0; i < argv.length; i += 2) {
+    const v = argv[i + 1] ?? "";
+    if (argv[i] === "--seconds") a.seconds = Number(v);
+    else if (argv[i] === "--idle") a.idle = Number(v);
+    else if (argv[i] === "--slow") a.slow = Number(v);
+    else if (argv[i] === "--storm") a.storm = Number(v);
+    else if (argv[i] === "--binary") a.binary = v;
+    else throw new Error(`unknown argument ${argv[i]}`);
+  }
+  return a;
+}
+
+const log = (msg: string) => process.stderr.write(`[abuse ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
+
+function fds(pid: number): number {
+  try {
+    return readdirSync(`/proc/${pid}/fd`).length;
+  } catch {
+    return -1;
+  }
+}
+
+interface FloodCounters {
+  open: number;
+  opened: number;
+  closedByServer: number;
+  refused: number;
+  bytes: number;
+}
+
+/** ./flood.ts in its own process; `last` holds its latest counters. */
+class Flood {
+  readonly proc: Subprocess<"pipe", "pipe", "inherit">;
+  last: FloodCounters = { open: 0, opened: 0, closedByServer: 0, refused: 0, bytes: 0 };
+  constructor(mode: string, addr: string, n: number) {
+    const proc = Bun.spawn([process.execPath, join(PROJECT, "bench/abuse/flood.ts"), mode, addr, String(n)], { stdin: "pipe", stdout: "pipe", stderr: "inherit" });
+    this.proc = proc;
+    void (async () => {
+      let buf = "";
+      for await (const chunk of proc.stdout) {
+        buf += new TextDecoder().decode(chunk);
+        const lines = buf.split("\n");
+        buf = lines.pop() ?? "";
+        for (const l of lines) if (l.trim()) this.last = JSON.parse(l) as FloodCounters;
+      }
+    })();
+  }
+  async stop(): Promise<void> {
+    void this.proc.stdin.end();
+    const t = setTimeout(() => this.proc.kill(9), 5000);
+    await this.proc.exited;
+    clearTimeout(t);
+  }
+}
+
+interface Phase {
+  phase: string;
+  msgs_per_s: number;
+  ratio: number;
+  ack_p99_ms: number;
+  broker_rss_mib: number;
+  broker_fds: number;
+  flood?: FloodCounters;
+}
+
+async function main(): Promise<void> {
+  const a = parseArgs(process.argv.slice(2));
+  const tmp = join(tmpdir(), `rocketbun-abuse-${process.pid}`);
+  mkdirSync(tmp, { recursive: true });
+  let binary = a.binary;
+  if (binary === undefined) {
+    binary = join(tmp, "rocketbun");
+    const r = Bun.spawnSync([process.execPath, join(PROJECT, "scripts/build-binary.ts"), "--outfile", binary], { stdout: "pipe", stderr: "pipe" });
+    if (r.exitCode !== 0) throw new Error(`build failed: ${r.stderr.toString()}`);
+  }
+  const procs: Proc[] = [];
+  try {
+    const ns = await startNamesrv({ binary }, join(tmp, "ns"));
+    procs.push(ns);
+    const m = await startMaster({ binary }, join(tmp, "master"), { namesrv: ns.addr, storeDir: join(tmp, "store"), flushDiskType: "ASYNC_FLUSH", pullBatchMax: 32 });
+    procs.push(m);
+    const admin = new Admin(ns.addr, m.addr);
+    await admin.createTopic("abuse", 8);
+    await admin.waitRoutes(["abuse"]);
+    await admin.close();
+    const producer = new Producer({ namesrv: ns.addr, group: "abuse-producer", sendTimeoutMs: 10_000, maxInFlight: 4096 });
+    await producer.start();
+    const bodies = randomBodies(512, 1024);
+    const items = Array.from({ length: 5_000_000 }, (_, i) => bodies[i % bodies.length]!);
+    const load = async () => {
+      const r = await closedLoop(items, 32, (body) => producer.send({ topic: "abuse", body }), a.seconds * 1000);
+      return { perS: (r.done / r.elapsedMs) * 1000, p99: stats(r.lat, r.done).p99_ms };
+    };
+    await closedLoop(items.slice(0, 20_000), 32, (body) => producer.send({ topic: "abuse", body }));
+    const phases: Phase[] = [];
+    let base = 0;
+    const measure = async (phase: string, flood?: Flood) => {
+      const r = await load();
+      if (phase === "baseline") base = r.perS;
+      const p: Phase = {
+        phase,
+        msgs_per_s: round(r.perS),
+        ratio: round(r.perS / base, 2),
+        ack_p99_ms: round(r.p99, 2),
+        broker_rss_mib: round((rssBytes(m.pid) ?? 0) / 2 ** 20, 1),
+        broker_fds: fds(m.pid),
+        ...(flood ? { flood: { ...flood.last } } : {}),
+      };
+      phases.push(p);
+      log(JSON.stringify(p));
+    };
+    await measure("baseline");
+    const rssBase = rssBytes(m.pid) ?? 0;
+    const floods: [string, string, number][] = [
+      ["idle", "idle", a.idle],
+      ["slowloris", "slowloris", a.slow],
+      ["partial", "partial", a.slow],
+      ["storm", "storm", a.storm],
+    ];
+    let perIdle = 0;
+    for (const [phase, mode, n] of floods) {
+      const f = new Flood(mode, m.addr, n);
+      const settle = Date.now() + 60_000;
+      while (mode !== "storm" && f.last.opened < n && Date.now() < settle) await sleep(200);
+      await sleep(1500);
+      if (phase === "idle") {
+        await sleep(2000);
+        const rss = rssBytes(m.pid) ?? 0;
+        perIdle = (rss - rssBase) / Math.max(1, f.last.open);
+        log(`idle: ${f.last.open} connections held, broker RSS +${round((rss - rssBase) / 2 ** 20, 1)} MiB = ${round(perIdle)} bytes each, ${fds(m.pid)} fds`);
+      }
+      await measure(phase, f);
+      await f.stop();
+      await sleep(1000);
+    }
+    await measure("after");
+    await producer.shutdown();
+    const out = { at: new Date().toISOString(), args: a, idle_connection_bytes: round(perIdle), phases };
+    const file = join(PROJECT, "bench/results", `abuse-connections-${out.at.replace(/[-:]/g, "").replace(/\.\d+Z$/, "Z")}.json`);
+    mkdirSync(join(PROJECT, "bench/results"), { recursive: true });
+    writeFileSync(file, JSON.stringify(out, null, 2) + "\n");
+    process.stdout.write(`\n| phase | msgs/s | × baseline | ack p99 ms | broker RSS MiB | broker fds |\n|---|---:|---:|---:|---:|---:|\n`);
+    for (const p of phases) process.stdout.write(`| ${p.phase} | ${p.msgs_per_s} | ${p.ratio} | ${p.ack_p99_ms} | ${p.broker_rss_mib} | ${p.broker_fds} |\n`);
+    process.stdout.write(`\nidle connection: ${round(perIdle)} bytes of broker RSS each; results: ${file}\n`);
+  } finally {
+    for (const p of procs.reverse()) await p.stop();
+    rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
+await main();
