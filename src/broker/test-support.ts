@@ -74,6 +74,8 @@ export function fixtureConfig(o: InProcessBrokerOptions, dir: string): Pick<Brok
       consumeQueueUnitsPerFile: 64,
       indexSlotNum: 64,
       indexNum: 256,
+      // No disk reserve: the simulation's in-memory disk would carry it in every crash model.
+      diskReserveBytes: 0,
       ...o.store,
     },
     remoting: { ...d.remoting, frameSizeMaxBytes: 262144, connectionBufferMaxBytes: 1 << 20, ...o.remoting },

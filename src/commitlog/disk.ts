@@ -88,6 +88,8 @@ export interface StoreDisk {
   syncDir(dir: string): void;
   /** Fraction (0..1) of the filesystem holding `dir` in use. */
   usedRatio(dir: string): number;
+  /** Bytes an unprivileged writer may still allocate on the filesystem holding `dir` (statfs bavail). */
+  freeBytes(dir: string): number;
 }
 
 class NodeSegmentFile implements SegmentFile {
@@ -179,5 +181,9 @@ export const nodeDisk: StoreDisk = {
   usedRatio(dir) {
     const s = statfsSync(dir);
     return s.blocks > 0 ? (s.blocks - s.bavail) / s.blocks : 0;
+  },
+  freeBytes(dir) {
+    const s = statfsSync(dir);
+    return s.bavail * s.bsize;
   },
 };

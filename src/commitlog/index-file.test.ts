@@ -16,6 +16,7 @@ import {
   topicKeyHash,
 } from "./index-file.ts";
 import { INDEX_ENTRY_SIZE_BYTES, INDEX_HEADER_SIZE_BYTES, INDEX_SLOT_SIZE_BYTES } from "../protocol/store-layout.ts";
+import { nodeDisk, type SegmentFile, type StoreDisk } from "./disk.ts";
 
 /** String.hashCode straight from its definition, in exact arithmetic reduced mod 2^32. */
 function refHashCode(s: string): number {
@@ -465,5 +466,106 @@ describe("topicKeyHash", () => {
     // The same topic again (cached prefix) still agrees.
     expect(topicKeyHash("T", "k")).toBe(indexKeyHash("T#k"));
     expect(topicKeyHash("T", "")).toBe(indexKeyHash("T#"));
+  });
+});
+
+describe("IndexFile block allocation (a full disk is an ENOSPC error, never a SIGBUS)", () => {
+  let root: string;
+  beforeEach(() => {
+    root = mkdtempSync(join(tmpdir(), "index-alloc-"));
+  });
+  afterEach(() => rmSync(root, { recursive: true, force: true }));
+
+  /** nodeDisk whose segments record every pwrite range, or refuse them with ENOSPC once `full`. */
+  function recordingDisk() {
+    const writes: [number, number][] = [];
+    const state = { full: false };
+    const disk: StoreDisk = {
+      ...nodeDisk,
+      createSegment: (path, size) => wrap(nodeDisk.createSegment(path, size)),
+      openSegment: (path) => wrap(nodeDisk.openSegment(path)),
+    };
+    function wrap(f: SegmentFile): SegmentFile {
+      return {
+        size: f.size,
+        map: () => f.map(),
+        pwrite: (data, position) => {
+          if (state.full) throw Object.assign(new Error("ENOSPC: no space left on device, write"), { code: "ENOSPC" });
+          writes.push([position, position + data.length]);
+          f.pwrite(data, position);
+        },
+        syncSync: () => f.syncSync(),
+        sync: (done) => f.sync(done),
+        close: () => f.close(),
+      };
+    }
+    /** Whether [from, to) is covered by the recorded writes. */
+    const covered = (from: number, to: number) => {
+      let p = from;
+      for (const [a, b] of [...writes].sort((x, y) => x[0] - y[0])) if (a <= p && b > p) p = b;
+      return p >= to;
+    };
+    return { disk, writes, state, covered };
+  }
+
+  const g = { slotNum: 50_000, indexNum: 20_000 };
+  const entriesStart = INDEX_HEADER_SIZE_BYTES + g.slotNum * INDEX_SLOT_SIZE_BYTES;
+
+  test("create writes the header and slot table through the descriptor; entries are allocated ahead of every put", () => {
+    const r = recordingDisk();
+    const f = IndexFile.create(join(root, "i"), g, r.disk);
+    expect(r.covered(0, entriesStart + INDEX_ENTRY_SIZE_BYTES)).toBe(true);
+    for (let n = 1; n < 10_000; n++) {
+      expect(f.putKey(`T#k${n}`, n * 100, 1_700_000_000_000)).toBe(true);
+      if (n % 997 === 0) expect(r.covered(0, entriesStart + (n + 1) * INDEX_ENTRY_SIZE_BYTES)).toBe(true);
+    }
+    // Allocation is in 64 KiB steps, not one pwrite per key.
+    expect(r.writes.length).toBeLessThan(30);
+    expect(f.selectPhyOffsets("T#k777", 10, 0, Number.MAX_SAFE_INTEGER)).toEqual([77_700]);
+    f.close();
+  });
+
+  test("after a restart the first put allocates the slot table (an older file may have holes) and keeps every key", () => {
+    const path = join(root, "i");
+    const f = IndexFile.create(path, g);
+    for (let n = 1; n < 500; n++) f.putKey(`T#k${n}`, n, 1_700_000_000_000);
+    f.flush();
+    f.close();
+    const r = recordingDisk();
+    const g2 = IndexFile.open(path, g, r.disk);
+    if ("invalid" in g2) throw new Error(g2.invalid);
+    expect(r.writes).toEqual([]);
+    expect(g2.putKey("T#new", 9999, 1_700_000_000_000)).toBe(true);
+    // The slot table, and the entries from the first new one on (the 499 written ones have blocks).
+    expect(r.covered(0, entriesStart)).toBe(true);
+    expect(r.covered(entriesStart + 500 * INDEX_ENTRY_SIZE_BYTES, entriesStart + 501 * INDEX_ENTRY_SIZE_BYTES)).toBe(true);
+    for (const n of [1, 250, 499]) expect(g2.selectPhyOffsets(`T#k${n}`, 10, 0, Number.MAX_SAFE_INTEGER)).toEqual([n]);
+    expect(g2.selectPhyOffsets("T#new", 10, 0, Number.MAX_SAFE_INTEGER)).toEqual([9999]);
+    g2.close();
+  });
+
+  test("no room for the slot table: create throws ENOSPC and leaves no file; no room ahead: the put throws, nothing is half written", () => {
+    const r = recordingDisk();
+    r.state.full = true;
+    expect(() => IndexFile.create(join(root, "full"), g, r.disk)).toThrow(/ENOSPC/);
+    expect(nodeDisk.exists(join(root, "full"))).toBe(false);
+    r.state.full = false;
+    const f = IndexFile.create(join(root, "i"), { slotNum: 16, indexNum: 20_000 }, r.disk);
+    // Fill most of the first 64 KiB of entries, then the disk fills.
+    for (let n = 1; n <= 3000; n++) expect(f.putKey(`T#k${n}`, n, 1_700_000_000_000)).toBe(true);
+    r.state.full = true;
+    let threw = false;
+    for (let n = 3001; n < 6000 && !threw; n++) {
+      try {
+        f.putKey(`T#k${n}`, n, 1_700_000_000_000);
+      } catch (e) {
+        threw = /ENOSPC/.test(String(e));
+      }
+    }
+    expect(threw).toBe(true);
+    // Every key counted before the failure is still found; the failed one was never counted.
+    const count = f.indexCount;
+    for (const k of [1, Math.floor(count / 2), count - 1]) expect(f.selectPhyOffsets(`T#k${k}`, 10, 0, Number.MAX_SAFE_INTEGER)).toEqual([k]);
+    f.close();
   });
 });

@@ -51,6 +51,12 @@
  * so this file is never truncated; `close()` closes the fd and drops the mapping (Bun unmaps it
  * when the array is collected). Unlinking a mapped file is safe on Linux.
  *
+ * Blocks are allocated through the descriptor before the mapping writes to them: the header and
+ * slot table when the file is created (or first written after a restart), the entries
+ * ALLOCATE_AHEAD_BYTES at a time. A store of a mapping into a hole of a full filesystem is a
+ * SIGBUS that kills the process; a pwrite there is an ENOSPC error the store can answer. (The
+ * store keeps space free so that neither happens: MessageStore #checkDisk.)
+ *
  * Write order inside `putKey`: entry, then header, then slot. A process killed between any two
  * steps leaves a file whose chains are intact: an entry not yet counted is unreachable, and a
  * counted entry not yet linked from its slot is merely unreachable too.
@@ -84,6 +90,11 @@ export const INDEX_ENTRY_LAYOUT = {
 } as const;
 
 const INT32_MAX = 0x7fffffff;
+/** Entries allocated ahead of the next one (≈3,300 keys per pwrite). */
+const ALLOCATE_AHEAD_BYTES = 64 * 1024;
+/** The largest pwrite of an allocation (the slot table is 20 MB by default). */
+const ALLOCATE_CHUNK_BYTES = 1024 * 1024;
+const OPENED_UNCHECKED = -1;
 const INT32_MIN = -0x80000000;
 const H = INDEX_HEADER_LAYOUT;
 const E = INDEX_ENTRY_LAYOUT;
@@ -165,6 +176,12 @@ export class IndexFile {
   #hashSlotCount = 0;
   #indexCount = 1;
   #dirty = false;
+  /**
+   * Bytes [0, allocatedEnd) are known to have disk blocks (written through the descriptor).
+   * OPENED_UNCHECKED after open: the written entries have blocks, the slot table may not (a file
+   * of an older version, whose untouched slot pages are holes).
+   */
+  #allocatedEnd = 0;
 
   private constructor(path: string, g: IndexGeometry, file: SegmentFile) {
     this.path = path;
@@ -186,6 +203,18 @@ export class IndexFile {
     } catch (e) {
       // Leave no zero-filled file behind: it would fail validation (indexCount 0) on every load.
       file.close();
+      try {
+        disk.unlink(path);
+      } catch {
+        // The original error is the one worth reporting.
+      }
+      throw e;
+    }
+    try {
+      f.#allocate(f.#entriesStart + INDEX_ENTRY_SIZE_BYTES);
+    } catch (e) {
+      // No room for the slot table (disk full): no file, rather than one the mapping cannot write.
+      f.close();
       try {
         disk.unlink(path);
       } catch {
@@ -227,6 +256,7 @@ export class IndexFile {
       f.close();
       return { invalid: problem };
     }
+    f.#allocatedEnd = OPENED_UNCHECKED;
     return f;
   }
 
@@ -252,6 +282,31 @@ export class IndexFile {
 
   isFull(): boolean {
     return this.#indexCount >= this.indexNum;
+  }
+
+  /**
+   * Gives [allocatedEnd, upTo + ALLOCATE_AHEAD_BYTES) disk blocks by writing it through the
+   * descriptor with the bytes it holds now (zeros in a new file; after a restart, what is
+   * there): nothing changes but the allocation. Throws ENOSPC before the mapping touches it.
+   */
+  #allocate(upTo: number): void {
+    const map = this.#map;
+    if (map === null) return;
+    if (this.#allocatedEnd === OPENED_UNCHECKED) {
+      // Once per opened file: the slot table (20 MB by default), then the entries already
+      // written count as allocated.
+      this.#allocatedEnd = 0;
+      this.#allocate(this.#entriesStart - ALLOCATE_AHEAD_BYTES);
+      this.#allocatedEnd = Math.max(this.#allocatedEnd, this.#entriesStart + this.#indexCount * INDEX_ENTRY_SIZE_BYTES);
+    }
+    const end = Math.min(map.length, upTo + ALLOCATE_AHEAD_BYTES);
+    for (let p = this.#allocatedEnd; p < end; p += ALLOCATE_CHUNK_BYTES) {
+      const n = Math.min(ALLOCATE_CHUNK_BYTES, end - p);
+      // A copy: a pwrite whose source is the mapping of the same bytes would fault on the page
+      // it is writing.
+      this.#file.pwrite(map.slice(p, p + n), p);
+      this.#allocatedEnd = p + n;
+    }
   }
 
   /** Whether [begin, end] (ms) overlaps the file's [beginTimestamp, endTimestamp]. */
@@ -293,6 +348,7 @@ export class IndexFile {
     if (timeDiff > INT32_MAX) timeDiff = INT32_MAX;
 
     const at = this.#entriesStart + n * INDEX_ENTRY_SIZE_BYTES;
+    if (at + INDEX_ENTRY_SIZE_BYTES > this.#allocatedEnd) this.#allocate(at + INDEX_ENTRY_SIZE_BYTES);
     view.setInt32(at + E.keyHash.offset, hash);
     setInt64(view, at + E.phyOffset.offset, phyOffset);
     view.setInt32(at + E.timeDiff.offset, timeDiff);

@@ -2,6 +2,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { decodeRecordAt, javaStringHashCode, SysFlag } from "../common/message-record.ts";
+import { nodeDisk } from "./disk.ts";
 import { MessageStore, type MessageStoreOptions } from "./message-store.ts";
 import { message, tempStoreDir, testStoreOptions } from "./test-support.ts";
 
@@ -50,27 +51,33 @@ describe("MessageStore", () => {
     expect(rec).toMatchObject({ queueOffset: 1, topic: "T", queueId: 0 });
   });
 
-  test("a put is answered only after its commit: a failed CommitLog write answers UNKNOWN_ERROR, not PUT_OK, and later puts are refused", async () => {
-    const { store, dir } = open();
-    expect((await store.putMessage(message("T", 0, "before"))).status).toBe("PUT_OK");
-    const seg = store.commitLog.segments.at(-1)!;
-    (seg as unknown as { pwrite: () => void }).pwrite = () => {
-      throw new Error("ENOSPC (injected)");
-    };
-    const r = await store.putMessage(message("T", 0, "lost"));
-    expect(r.status).toBe("UNKNOWN_ERROR");
-    expect(r.remark).toContain("ENOSPC (injected)");
-    expect(r.appended).toEqual([]);
-    const again = await store.putMessage(message("T", 0, "after"));
-    expect(again.status).toBe("SERVICE_NOT_AVAILABLE");
-    expect(again.remark).toContain("not writable");
-    // Not a clean stop: the error is reported, the abort marker stays (recovery at the next
-    // start), the lock is released; the acknowledged message is there after reopening.
-    await expect(close(store)).rejects.toThrow(/write error/);
-    expect(existsSync(join(dir, "abort"))).toBe(true);
-    const { store: reopened } = open(dir);
-    expect(bodies(reopened.getMessage("T", 0, 0, 32))).toEqual(["before"]);
-  });
+  for (const [err, status, named] of [
+    ["EIO: i/o error (injected)", "UNKNOWN_ERROR", "the CommitLog write failed, store stopped taking writes"],
+    ["ENOSPC: no space left on device (injected)", "SERVICE_NOT_AVAILABLE", "is full"],
+  ] as const) {
+    test(`a put is answered only after its commit: a failed CommitLog write (${err.slice(0, 6)}) answers ${status}, not PUT_OK, and later puts are refused`, async () => {
+      const { store, dir } = open();
+      expect((await store.putMessage(message("T", 0, "before"))).status).toBe("PUT_OK");
+      const seg = store.commitLog.segments.at(-1)!;
+      (seg as unknown as { pwrite: () => void }).pwrite = () => {
+        throw new Error(err);
+      };
+      const r = await store.putMessage(message("T", 0, "lost"));
+      expect(r.status).toBe(status);
+      expect(r.remark).toContain(err);
+      expect(r.remark).toContain(named);
+      expect(r.appended).toEqual([]);
+      const again = await store.putMessage(message("T", 0, "after"));
+      expect(again.status).toBe("SERVICE_NOT_AVAILABLE");
+      expect(again.remark).toContain("not writable");
+      // Not a clean stop: the error is reported, the abort marker stays (recovery at the next
+      // start), the lock is released; the acknowledged message is there after reopening.
+      await expect(close(store)).rejects.toThrow(/write error/);
+      expect(existsSync(join(dir, "abort"))).toBe(true);
+      const { store: reopened } = open(dir);
+      expect(bodies(reopened.getMessage("T", 0, 0, 32))).toEqual(["before"]);
+    });
+  }
 
   test("tag filtering by ConsumeQueue tag code; filtered-out runs report NO_MATCHED_MESSAGE and move on", async () => {
     const { store } = open();
@@ -163,6 +170,54 @@ describe("MessageStore", () => {
     expect(again.recovery).toMatchObject({ abnormal: true, checkpoint: "missing", recordsScanned: 100 });
     for (let q = 0; q < 4; q++) expect(again.getMaxOffsetInQueue("T", q)).toBe(25);
     expect(bodies(again.getMessage("T", 3, 24, 1))[0]!.startsWith("m99")).toBe(true);
+  });
+
+  test("disk admission: puts are refused with SERVICE_NOT_AVAILABLE naming the disk before the floor is reached, reads go on, writes resume once space is back", async () => {
+    let capacity = 20 * 1024 * 1024;
+    let ratio = 0.5;
+    let time = 1_000_000;
+    let store: MessageStore | undefined;
+    const disk = { ...nodeDisk, freeBytes: () => capacity - (store?.commitLog.maxOffset ?? 0), usedRatio: () => ratio };
+    const body = new Uint8Array(14 * 1024).fill(7);
+    ({ store } = open(undefined, { disk, now: () => time }));
+    let acked = 0;
+    let refused: { status: string; remark?: string } | undefined;
+    for (let i = 0; i < 2000 && refused === undefined; i++) {
+      const r = await store.putMessage(message("T", i % 4, body));
+      if (r.status === "PUT_OK") acked++;
+      else refused = r;
+    }
+    // The floor: 4 MiB between looks + the slot table (64 × 4 B) + 8 MiB slack; 20 MiB of disk.
+    expect(refused?.status).toBe("SERVICE_NOT_AVAILABLE");
+    expect(refused?.remark).toMatch(/^the broker's disk is full: .* is 50\.0% used, [\d.]+ MiB free \(under the 12\.0 MiB the store keeps free\); writes are refused/);
+    expect(store.isDiskFull).toBe(true);
+    // Refused near the floor, long before the disk is full (this fake counts whole segments used,
+    // blank ends included, which the store's estimate between looks does not).
+    const used = store.commitLog.maxOffset;
+    expect(used).toBeGreaterThan(capacity - 14 * 1024 * 1024);
+    expect(used).toBeLessThan(capacity - 10 * 1024 * 1024);
+    // Reads go on; nothing acknowledged is missing.
+    let read = 0;
+    for (let q = 0; q < 4; q++) for (let off = 0; ; ) {
+      const r = store.getMessage("T", q, off, 32);
+      if (r.messages.length === 0) break;
+      read += r.messages.length;
+      off = r.nextBeginOffset;
+    }
+    expect(read).toBe(acked);
+    // Space is freed: a refused put looks again only once a second has passed.
+    capacity += 100 * 1024 * 1024;
+    expect((await store.putMessage(message("T", 0, body))).status).toBe("SERVICE_NOT_AVAILABLE");
+    time += 1000;
+    expect((await store.putMessage(message("T", 0, body))).status).toBe("PUT_OK");
+    expect(store.isDiskFull).toBe(false);
+    // Usage above diskCriticalRatio refuses too (a reconfigure looks at once).
+    ratio = 0.95;
+    store.reconfigure({ diskCriticalRatio: 0.9 });
+    const r = await store.putMessage(message("T", 0, body));
+    expect(r.status).toBe("SERVICE_NOT_AVAILABLE");
+    expect(r.remark).toContain("95.0% used");
+    expect(r.remark).toContain("above store.diskCriticalRatio 0.9");
   });
 
   test("byte flip in the last record: the torn tail is truncated and reported; writes continue there", async () => {

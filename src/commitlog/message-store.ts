@@ -26,7 +26,7 @@ import { type FlushDiskType } from "../protocol/broker-config.ts";
 import { ConsumeQueue, CQ_FILLER_SIZE, type PutUnitSource } from "./consume-queue.ts";
 import { CQ_UNIT_SIZE } from "../protocol/store-layout.ts";
 import { SegmentSizeError } from "./mapped-file.ts";
-import { nodeDisk, type StoreDisk } from "./disk.ts";
+import { nodeDisk, type SegmentFile, type StoreDisk } from "./disk.ts";
 import { IndexService } from "./index-service.ts";
 import type { MappedFile } from "./mapped-file.ts";
 import {
@@ -96,6 +96,13 @@ export interface MessageStoreOptions {
   releaseColdIntervalMs?: number;
   /** Where the store logs a halt and replaced units; default scope("store"). */
   log?: Logger;
+  /**
+   * store.diskReserveBytes: a file of this size (RESERVE_FILE) kept in the store directory while
+   * the disk has room for it, and deleted when the store opens on a disk with less than that
+   * free, so recovery can write its ConsumeQueue and index units (CockroachDB's "emergency
+   * ballast"). Default 0: none.
+   */
+  diskReserveBytes?: number;
 }
 
 export type PutMessageStatus =
@@ -189,6 +196,22 @@ export interface RecoveryReport {
 
 const enc = new TextEncoder();
 const HOUR_MS = 3_600_000;
+/** Appended bytes between two looks at the disk (statfs), and the slack kept free beyond them. */
+const DISK_RECHECK_BYTES = 4 * 1024 * 1024;
+const DISK_FLOOR_SLACK_BYTES = 8 * 1024 * 1024;
+/** A put refused for want of disk looks again at most this often. */
+const DISK_RECHECK_MS = 1000;
+
+const mib = (bytes: number): string => (bytes / 1048576).toFixed(1);
+/** The disk reserve in the store directory (MessageStoreOptions.diskReserveBytes). */
+export const RESERVE_FILE = "disk-reserve";
+const RESERVE_DELAY_MS = 2000;
+
+/** An ENOSPC (or EDQUOT) from node:fs. */
+function isNoSpace(e: Error): boolean {
+  const code = (e as Error & { code?: unknown }).code;
+  return code === "ENOSPC" || code === "EDQUOT" || /ENOSPC|no space left/i.test(e.message);
+}
 export const FLUSH_CONSUME_QUEUE_LEAST_PAGES_DEFAULT = 2;
 export const FLUSH_CONSUME_QUEUE_THOROUGH_INTERVAL_MS_DEFAULT = 60_000;
 
@@ -236,7 +259,18 @@ export class MessageStore {
   #timers: TimerHandle[] = [];
   /** The retention check's timer (also in #timers), restarted when its interval changes. */
   #cleanTimer: TimerHandle | null = null;
-  #diskFull = false;
+  /**
+   * Disk admission (see #checkDisk): why writes are refused for want of disk, or null; the last
+   * statfs (when, and the free bytes then) and the bytes appended since, so a put can tell the
+   * floor is near without a syscall.
+   */
+  #diskFull: string | null = null;
+  #diskCheckedAt = 0;
+  #diskFreeBytes = Number.POSITIVE_INFINITY;
+  #appendedSinceDiskCheck = 0;
+  /** RESERVE_FILE is known to exist (checked on disk once, then kept here). */
+  #reservePresent = false;
+  #reserveTimer: TimerHandle | undefined;
   /** CommitLog ranges found damaged by recovery: never served, kept across restarts. */
   #corrupt: CorruptRange[] = [];
   /** ConsumeQueue units skipped by getMessage because the bytes they point at are not their record. */
@@ -331,6 +365,7 @@ export class MessageStore {
     const disk = o.disk ?? nodeDisk;
     disk.mkdirs(o.dir);
     acquireLock(disk, join(o.dir, "lock"));
+    releaseReserveIfFull(disk, o);
     const s = new MessageStore(o);
     try {
       s.#recover();
@@ -498,10 +533,25 @@ export class MessageStore {
     this.commitLog.startFlushService();
     this.#lastThoroughFlushAt = this.#now();
     const clock = this.#clock;
-    this.#timers.push(clock.setInterval(() => void this.checkpoint(), this.#o.checkpointIntervalMs ?? 1000));
+    this.#timers.push(
+      clock.setInterval(() => {
+        this.checkpoint().catch((e: unknown) => {
+          // A full disk: the last checkpoint stays (recovery only starts earlier); once a minute.
+          this.#log.rateLimited("warn", "checkpoint-write", `checkpoint not written: ${errText(e)}`, 60_000);
+        });
+      }, this.#o.checkpointIntervalMs ?? 1000),
+    );
     this.#cleanTimer = clock.setInterval(() => this.cleanExpiredFiles(false), this.#o.deleteCommitLogFilesIntervalMs);
     this.#timers.push(this.#cleanTimer);
     this.#timers.push(clock.setInterval(() => this.releaseColdMappings(), this.#o.releaseColdIntervalMs ?? 5000));
+    // The disk reserve a little after start (and then by every retention check): not during
+    // start-up, whose time is measured.
+    if ((this.#o.diskReserveBytes ?? 0) > 0) {
+      this.#reserveTimer = clock.setTimeout(() => {
+        this.#reserveTimer = undefined;
+        if (!this.#shutdown && this.#checkDisk() >= 0 && this.#diskFull === null) this.#keepReserve(this.#diskFreeBytes - this.#diskFloorBytes());
+      }, RESERVE_DELAY_MS);
+    }
     this.#checkDisk();
   }
 
@@ -673,12 +723,21 @@ export class MessageStore {
     }
     const last = appended.at(-1)!;
     this.#reputOffset = last.physicalOffset + last.size;
+    this.#appendedSinceDiskCheck += total;
+    if (this.#appendedSinceDiskCheck >= DISK_RECHECK_BYTES) this.#checkDisk();
     const end = this.#reputOffset;
     // The records sit in the CommitLog's write-behind stage until this turn's commit (one pwrite
     // for every append of the turn); nothing is acknowledged before they are in the page cache.
     await this.commitLog.whenCommitted();
     const werr = this.commitLog.writeError;
-    if (werr) return { status: "UNKNOWN_ERROR", remark: `the CommitLog write failed, store stopped taking writes: ${werr.message}`, appended: [] };
+    if (werr) {
+      // Only when the disk filled between two looks (another process wrote it full): the staged
+      // records were never acknowledged, and the write path stays stopped until a restart.
+      const full = isNoSpace(werr);
+      const what = full ? ` (the disk of ${this.#o.dir} is full)` : "";
+      const remark = `the CommitLog write failed${what}, store stopped taking writes until a restart: ${werr.message}`;
+      return { status: full ? "SERVICE_NOT_AVAILABLE" : "UNKNOWN_ERROR", remark, appended: [] };
+    }
     this.onAppend?.();
     const wait = reqs.every((r) => r.waitStoreMsgOK !== false);
     if (!wait || (this.#o.flushDiskType !== "SYNC_FLUSH" && !this.replicaWait)) return { status: "PUT_OK", appended };
@@ -806,7 +865,12 @@ export class MessageStore {
       return `message store stopped taking writes after ${what} (restart to recover): ${this.#halted.message}`;
     }
     if (this.commitLog.writeError) return `message store is not writable: ${this.commitLog.writeError.message}`;
-    if (this.#diskFull) return `disk usage is above diskCriticalRatio ${this.#o.diskCriticalRatio}: writes refused`;
+    if (this.#diskFull !== null || this.#diskFreeBytes - this.#appendedSinceDiskCheck < this.#diskFloorBytes()) {
+      // Refusing: look again at most once a second (space freed by retention or an operator lets
+      // writes resume by themselves); near the floor: look now, the last look may be stale.
+      if (this.#diskFull === null || this.#now() - this.#diskCheckedAt >= DISK_RECHECK_MS) this.#checkDisk();
+      if (this.#diskFull !== null) return this.#diskFull;
+    }
     return null;
   }
 
@@ -1245,10 +1309,77 @@ export class MessageStore {
     return this.#disk.usedRatio(this.#o.dir);
   }
 
+  /**
+   * Looks at the disk (statfs): writes are refused while its usage is above diskCriticalRatio
+   * or fewer than #diskFloorBytes are free, so the store never meets ENOSPC itself (Java's
+   * broker, writing through a mapping, dies of SIGBUS there). Run every DISK_RECHECK_BYTES
+   * appended, by the retention timer, and at most once a second by a refused put.
+   */
   #checkDisk(): number {
+    const dir = this.#o.dir;
     const ratio = this.diskUsageRatio();
-    this.#diskFull = ratio > this.#o.diskCriticalRatio;
+    const free = this.#disk.freeBytes(dir);
+    this.#diskCheckedAt = this.#now();
+    this.#diskFreeBytes = free;
+    this.#appendedSinceDiskCheck = 0;
+    const floor = this.#diskFloorBytes();
+    const why =
+      ratio > this.#o.diskCriticalRatio
+        ? `above store.diskCriticalRatio ${this.#o.diskCriticalRatio}`
+        : free < floor
+          ? `under the ${mib(floor)} MiB the store keeps free`
+          : null;
+    const was = this.#diskFull;
+    this.#diskFull =
+      why === null
+        ? null
+        : `the broker's disk is full: ${dir} is ${(ratio * 100).toFixed(1)}% used, ${mib(free)} MiB free (${why}); ` +
+          "writes are refused until retention or an operator frees space";
+    if (this.#diskFull !== null && was === null) this.#log.warn(this.#diskFull);
+    if (this.#diskFull === null && was !== null) this.#log.info(`disk space is back (${mib(free)} MiB free on ${dir}): writes resume`);
     return ratio;
+  }
+
+  /**
+   * Writes the reserve file (store.diskReserveBytes) when it is missing and `spare` bytes above
+   * the floor allow it; its blocks are allocated (written), so deleting it frees them. A failure
+   * (the disk filled meanwhile) leaves no file.
+   */
+  #keepReserve(spare: number): void {
+    const size = this.#o.diskReserveBytes ?? 0;
+    if (size <= 0 || this.#reservePresent || spare < size) return;
+    const path = join(this.#o.dir, RESERVE_FILE);
+    if (this.#disk.exists(path)) {
+      this.#reservePresent = true;
+      return;
+    }
+    let file: SegmentFile | undefined;
+    try {
+      file = this.#disk.createSegment(path, size);
+      const zeros = new Uint8Array(Math.min(size, 1024 * 1024));
+      for (let p = 0; p < size; p += zeros.length) file.pwrite(zeros.subarray(0, Math.min(zeros.length, size - p)), p);
+      file.syncSync();
+      file.close();
+      this.#reservePresent = true;
+      this.#log.info(`kept ${mib(size)} MiB in ${path} (store.diskReserveBytes), released if the store opens on a full disk`);
+    } catch (e) {
+      file?.close();
+      try {
+        this.#disk.unlink(path);
+      } catch {
+        // Never created.
+      }
+      this.#log.rateLimited("warn", "disk-reserve", `cannot keep the disk reserve ${path}: ${errText(e)}`, 600_000);
+    }
+  }
+
+  /**
+   * What must stay free for the writes between two looks at the disk: DISK_RECHECK_BYTES of
+   * CommitLog, one new IndexFile's slot table (allocated at creation, ./index-file.ts) and room
+   * for ConsumeQueue pages and the metadata files.
+   */
+  #diskFloorBytes(): number {
+    return DISK_RECHECK_BYTES + this.#o.indexSlotNum * 4 + DISK_FLOOR_SLACK_BYTES;
   }
 
   /**
@@ -1261,6 +1392,8 @@ export class MessageStore {
     if (this.#shutdown) return 0;
     const now = this.#now();
     const ratio = this.#checkDisk();
+    // Here, not at start: writing it costs a few ms, and start-up time is measured.
+    if (this.#diskFull === null) this.#keepReserve(this.#diskFreeBytes - this.#diskFloorBytes());
     const hours = this.#o.deleteWhen.split(";").map((h) => Number(h));
     const timeUp = force || hours.includes(new Date(now).getHours());
     const diskPressure = ratio > this.#o.diskMaxUsedSpaceRatio;
@@ -1276,6 +1409,10 @@ export class MessageStore {
       const clMin = this.commitLog.minOffset;
       for (const cq of this.#allQueues()) cq.deleteExpiredFiles(clMin);
       this.#index.deleteExpiredFiles(clMin);
+      // A deleted file's blocks are freed only once its mapping is gone, and Bun unmaps when the
+      // array is collected: without a collection an idle broker under disk pressure deletes its
+      // segments and frees nothing (found by test/integration/disk-full.test.ts).
+      Bun.gc(true);
       this.#checkDisk();
     }
     return n;
@@ -1316,7 +1453,7 @@ export class MessageStore {
   }
 
   get isDiskFull(): boolean {
-    return this.#diskFull;
+    return this.#diskFull !== null;
   }
 
   /**
@@ -1329,6 +1466,8 @@ export class MessageStore {
     if (this.#shutdown) return;
     for (const t of this.#timers) this.#clock.clearInterval(t);
     this.#timers = [];
+    if (this.#reserveTimer !== undefined) this.#clock.clearTimeout(this.#reserveTimer);
+    this.#reserveTimer = undefined;
     await this.#checkpointing;
     this.#shutdown = true;
     let failure: unknown = this.commitLog.writeError ?? this.#halted;
@@ -1366,6 +1505,20 @@ export class MessageStore {
 }
 
 /** One process per store: the lock file holds the owner's pid; a dead owner's lock is taken over. */
+/** Opening on a disk with less free than the reserve: delete it, so recovery can write. */
+function releaseReserveIfFull(disk: StoreDisk, o: MessageStoreOptions): void {
+  const size = o.diskReserveBytes ?? 0;
+  const path = join(o.dir, RESERVE_FILE);
+  if (size <= 0 || !disk.exists(path)) return;
+  const free = disk.freeBytes(o.dir);
+  if (free >= size) return;
+  disk.unlink(path);
+  (o.log ?? scope("store")).warn(
+    `the disk of ${o.dir} is full (${mib(free)} MiB free): deleted the ${mib(size)} MiB reserve ${path} so recovery can write; ` +
+      "writes stay refused until space is freed",
+  );
+}
+
 function acquireLock(disk: StoreDisk, path: string): void {
   const held = disk.readFile(path);
   if (held !== null) {

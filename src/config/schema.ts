@@ -105,6 +105,7 @@ export interface Config {
     diskMaxUsedSpaceRatio: number;
     /** A fraction of the disk, above diskMaxUsedSpaceRatio and at most 0.99. */
     diskCriticalRatio: number;
+    diskReserveBytes: number;
     maxTransferBytesOnMessageInMemory: number;
     maxTransferCountOnMessageInMemory: number;
     maxTransferBytesOnMessageInDisk: number;
@@ -596,6 +597,13 @@ export const KEYS: readonly KeyDef[] = [
     doc: "disk usage (fraction, above diskMaxUsedSpaceRatio) above which writes are refused",
   },
   {
+    key: "store.diskReserveBytes",
+    type: int(0),
+    unit: "bytes",
+    roles: BROKER_ROLES,
+    doc: "a file of this size kept in the store directory and deleted when the broker starts on a full disk, so recovery can write; 0 = none",
+  },
+  {
     key: "store.maxTransferBytesOnMessageInMemory",
     live: true,
     type: int(1),
@@ -748,6 +756,7 @@ const DEFAULT_STORE: Config["store"] = {
   deleteCommitLogFilesIntervalMs: 10000,
   diskMaxUsedSpaceRatio: 0.75,
   diskCriticalRatio: 0.9,
+  diskReserveBytes: 16 * MiB,
   maxTransferBytesOnMessageInMemory: 256 * 1024,
   maxTransferCountOnMessageInMemory: 32,
   maxTransferBytesOnMessageInDisk: 64 * 1024,

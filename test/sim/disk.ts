@@ -253,4 +253,8 @@ export class MemDiskView implements StoreDisk {
   usedRatio(_dir: string): number {
     return 0.1;
   }
+
+  freeBytes(_dir: string): number {
+    return 2 ** 40;
+  }
 }
