@@ -676,6 +676,10 @@ export class BrokerController {
   #promote(ctx: BrokerContext, epoch: number): void {
     const s = ctx.settings;
     this.#stopFollowing();
+    // Replicas connected before this epoch (to this replica, or to it as master of an earlier
+    // epoch it kept across a lapsed lease) reconnect, and reconcile first: each records the new
+    // epoch before taking its bytes, or a later reconcile would cut them as never shared.
+    this.#ha.dropSlaves();
     this.#master = {};
     s.brokerRole = this.#o.broker.brokerRole === "SLAVE" ? "ASYNC_MASTER" : this.#o.broker.brokerRole;
     s.brokerId = 0;

@@ -174,6 +174,10 @@ export class BrokerFailover {
     if (masterAddr === undefined) return "no master known yet";
     const cache = await this.#o.roles.fetchEpochCache(masterAddr);
     if ("error" in cache) return `its epochs could not be read: ${cache.error}`;
+    // Only a master's stream may be taken: a replica (say a restarted master whose old lease still
+    // names it) would later be elected with this connection open, and its new epoch's bytes would
+    // arrive here with no entry in this replica's epoch file — the next reconcile would cut them.
+    if (cache.brokerId !== 0) return `${masterAddr} is not master (brokerId ${cache.brokerId})`;
     const remote = cache.epochList.map((e) => ({ epoch: e.epoch, startOffset: e.startOffset }));
     const masterEpoch = remote.at(-1)?.epoch ?? 0;
     const known = this.#election?.epoch ?? 0;

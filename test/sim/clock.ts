@@ -3,6 +3,8 @@
  * incarnation. Killing a view (a crash) cancels its timers and every timer it sets later, so code
  * of a crashed store or HA service can never run again, even though its objects still exist.
  *
+ * A view can also be paused (SIGSTOP): its events are held, in order, and run when it resumes.
+ *
  * Determinism: events run in (time, sequence) order; after each one the microtask queue is
  * drained (a setImmediate is the only real event-loop hop, and nothing else is pending), so the
  * same seed gives the same interleaving of timers, promise continuations and link deliveries.
@@ -43,6 +45,11 @@ export class SimClock {
       if (!top || top.at > until) break;
       this.#pop();
       if (top.cancelled || (top.owner !== null && top.owner.dead)) continue;
+      if (top.owner?.paused) {
+        // A stopped process (SIGSTOP): its events wait, in order, until it resumes.
+        top.owner.deferred.push(top);
+        continue;
+      }
       this.now = top.at;
       if (top.every > 0) {
         top.at += top.every;
@@ -66,6 +73,15 @@ export class SimClock {
 
   view(): ClockView {
     return new ClockView(this);
+  }
+
+  /** A paused view's events, due again now (each once, as a woken process runs what it missed), in their order. */
+  requeue(events: SimEvent[]): void {
+    for (const ev of events) {
+      ev.at = this.now;
+      ev.seq = this.#seq++;
+      this.#push(ev);
+    }
   }
 
   #less(a: SimEvent, b: SimEvent): boolean {
@@ -107,6 +123,10 @@ export class SimClock {
 export class ClockView implements Clock {
   readonly #sim: SimClock;
   dead = false;
+  /** Stopped (SIGSTOP): time goes on, but none of its events runs until `resume`. */
+  paused = false;
+  /** Events that came due while paused. */
+  readonly deferred: SimEvent[] = [];
 
   constructor(sim: SimClock) {
     this.#sim = sim;
@@ -130,6 +150,16 @@ export class ClockView implements Clock {
 
   clearInterval(t: TimerHandle): void {
     (t as SimEvent).cancelled = true;
+  }
+
+  pause(): void {
+    this.paused = true;
+  }
+
+  /** SIGCONT: what came due meanwhile runs now, in order; intervals go on from here. */
+  resume(): void {
+    this.paused = false;
+    this.#sim.requeue(this.deferred.splice(0));
   }
 
   /** Schedules on behalf of this incarnation (disk and link completions die with it). */

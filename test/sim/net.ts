@@ -5,7 +5,8 @@
  *   - a write is partially taken (the socket's buffer is "full"): the writer gets `drain` later;
  *   - a write is dropped, and the connection is reset shortly after (what a lost segment does to a
  *     TCP stream that cannot recover);
- *   - a partition holds every delivery and fails every connect until it heals;
+ *   - a partition holds every delivery and fails every connect until it heals; `isolate` does
+ *     the same for the links of one host only;
  *   - a crash of one side kills its sockets: the peer sees a reset, or nothing at all (power cut).
  * Deliveries are scheduled on the receiving incarnation's clock, so a crashed process never gets one.
  */
@@ -29,6 +30,8 @@ class SimSocket implements HaSocket {
   readonly remoteAddress: string;
   readonly owner: ClockView;
   readonly net: SimNet;
+  /** The host this end is on (what `isolate` cuts). */
+  readonly host: string;
   peer!: SimSocket;
   events: HaSocketEvents | null = null;
   closed = false;
@@ -41,10 +44,16 @@ class SimSocket implements HaSocket {
   /** A write was lost: nothing more gets through (TCP never skips bytes), the reset follows. */
   #broken = false;
 
-  constructor(net: SimNet, owner: ClockView, remoteAddress: string) {
+  constructor(net: SimNet, owner: ClockView, remoteAddress: string, host: string) {
     this.net = net;
     this.owner = owner;
     this.remoteAddress = remoteAddress;
+    this.host = host;
+  }
+
+  /** Deliveries between the two ends are held (a partition lies between them). */
+  get cut(): boolean {
+    return this.net.partitioned || this.net.isolated(this.host) || this.net.isolated(this.peer.host);
   }
 
   write(data: Uint8Array): number {
@@ -90,7 +99,7 @@ class SimSocket implements HaSocket {
 
   receive(item: Item): void {
     if (this.#closeReported) return;
-    if (this.net.partitioned) {
+    if (this.cut) {
       this.held.push(item);
       return;
     }
@@ -130,7 +139,7 @@ class SimSocket implements HaSocket {
     const peer = this.peer;
     peer.held = [];
     // Across a partition the reset arrives only when it heals.
-    if (this.net.partitioned) peer.held.push({ close: true });
+    if (this.cut) peer.held.push({ close: true });
     else peer.owner.after(this.net.rng.int(0, 10), () => peer.#reportClose());
   }
 
@@ -153,6 +162,7 @@ export class SimNet {
   readonly stats = { dropped: 0, partial: 0, connects: 0, refused: 0, partitions: 0, resets: 0 };
   readonly #listeners = new Map<string, { owner: ClockView; accept: (s: HaSocket) => HaSocketEvents }>();
   readonly sockets = new Set<SimSocket>();
+  readonly #isolated = new Set<string>();
   #ephemeral = 40000;
 
   constructor(sim: SimClock, rng: Rng, faults: LinkFaults) {
@@ -180,7 +190,7 @@ export class SimNet {
           this.stats.connects++;
           owner.after(this.rng.int(0, this.faults.delayMaxMs), () => {
             const l = this.#listeners.get(`${chost}:${port}`);
-            if (this.partitioned) {
+            if (this.partitioned || this.isolated(host) || this.isolated(chost)) {
               this.stats.refused++;
               // A partition either times out the attempt (the client's own timer) or fails it.
               if (this.rng.bool(0.5)) reject(new Error("EHOSTUNREACH (simulated partition)"));
@@ -191,8 +201,8 @@ export class SimNet {
               reject(new Error("ECONNREFUSED (simulated)"));
               return;
             }
-            const client = new SimSocket(this, owner, `${chost}:${port}`);
-            const server = new SimSocket(this, l.owner, `${host}:${this.#ephemeral++}`);
+            const client = new SimSocket(this, owner, `${chost}:${port}`, host);
+            const server = new SimSocket(this, l.owner, `${host}:${this.#ephemeral++}`, chost);
             client.peer = server;
             server.peer = client;
             client.events = events;
@@ -212,6 +222,22 @@ export class SimNet {
 
   heal(): void {
     this.partitioned = false;
+    for (const s of [...this.sockets]) s.release();
+  }
+
+  /** Whether `host` is cut off from every other host. */
+  isolated(host: string): boolean {
+    return this.#isolated.size > 0 && this.#isolated.has(host);
+  }
+
+  /** Cuts `host` off from every other host (true), or lets it back (false): held deliveries then arrive. */
+  isolate(host: string, cut: boolean): void {
+    if (cut) {
+      this.#isolated.add(host);
+      this.stats.partitions++;
+      return;
+    }
+    this.#isolated.delete(host);
     for (const s of [...this.sockets]) s.release();
   }
 
