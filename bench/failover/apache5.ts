@@ -284,7 +284,7 @@ class Apache5Rig implements FailoverRig {
     readonly diag: () => string,
     private readonly dispose: () => Promise<void>,
   ) {
-    this.label = o.timeouts === "default" ? "apache5 (defaults)" : `apache5 (heartbeat ${o.lease} ms)`;
+    this.label = o.timeouts === "default" ? "apache5 (defaults)" : `apache5 (tuned to the ${o.lease} ms lease)`;
     this.namesrv = ns.addr;
   }
 
