@@ -1,31 +1,26 @@
 /**
- * Automatic failover under load (issue #17's benchmark): a real etcd, a name server and one broker
- * group of `--replicas` (failover on, `--role` SYNC_MASTER or ASYNC_MASTER, `--min-isr`), all the
- * compiled binary on 127.0.0.1; rocketbun/client producing steadily (4 sends in flight, keys) and
- * a push consumer consuming. `--kills` times: wait until the group is healthy (a writable master,
- * every replica in its sync state set, sends succeeding), kill -9 the current master, measure
- *   - kill → the first send acknowledged after it (to this, the only group: the new master),
- *   - kill → the first message received that was sent after the kill,
- * then restart the killed replica on its store (it comes back as a replica, truncating what the
- * group never acknowledged). At the end every acknowledged message must have been received
- * (SYNC_MASTER: zero loss expected; ASYNC_MASTER may lose the last ones the dead master
- * acknowledged alone, counted) and the report gives median and max against the targets
- * (median ≤ 2 × leaseTtlMs, max ≤ 3 ×).
+ * Automatic failover under load (issue #17's benchmark), RocketBun and, with `--system apache5`
+ * or `both`, Apache RocketMQ 5.3.3 in controller mode on the same machine, driven by the same
+ * load and kill schedule (bench/failover/measure.ts): `--kills` times kill -9 the group's master
+ * and measure kill → the first acknowledged send and kill → the first message received, median
+ * and max; RocketBun's target is median ≤ 2 × leaseTtlMs, max ≤ 3 ×.
  *
- *   npx bun bench/failover/run.ts [--kills 20] [--lease 3000] [--replicas 3] [--role SYNC_MASTER]
+ *   npx bun bench/failover/run.ts [--system rocketbun|apache5|both] [--kills 20] [--lease 3000]
+ *        [--apache-timeouts default|lease|both] [--replicas 3] [--role SYNC_MASTER]
  *        [--min-isr 2] [--binary FILE]
  *
- * Needs `etcd` (Debian etcd-server). Apache RocketMQ 5's controller mode is not compared: its
- * broker and controller are not published on Maven Central in a form this harness can start
- * (the 4.9.7 reference of test/harness/interop-cluster.ts has no controller). Not a test.
+ * RocketBun (bench/failover/rocketbun.ts) needs `etcd` (Debian etcd-server); Apache
+ * (bench/failover/apache5.ts) needs `java` and `mvn`; a system whose tools are missing is
+ * skipped with one printed line. `--apache-timeouts`: the controller's failure detection as
+ * shipped, matched to `--lease`, or both runs (the default). `--replicas`, `--role` and
+ * `--min-isr` are RocketBun's only: Apache's group is 3 replicas with minInSyncReplicas 2 and
+ * allAckInSyncStateSet, the nearest to SYNC_MASTER with 2 (see apache5.ts). Not a test.
  */
-import { Producer, PushConsumer } from "../../src/client/index.ts";
-
-const { brokerYaml, HaCluster } = await import("../../test/harness/ha-cluster.ts");
-const { waitFor } = await import("../../test/harness/binary.ts");
-const { etcdPresent, startEtcd } = await import("../../test/harness/etcd.ts");
+import type { FailoverResult, FailoverRig, Schedule } from "./measure.ts";
 
 interface Args {
+  system: "rocketbun" | "apache5" | "both";
+  apacheTimeouts: "default" | "lease" | "both";
   kills: number;
   lease: number;
   replicas: number;
@@ -33,17 +28,25 @@ interface Args {
   minIsr: number;
 }
 
+function oneOf<T extends string>(flag: string, v: string, allowed: readonly T[]): T {
+  if ((allowed as readonly string[]).includes(v)) return v as T;
+  throw new Error(`${flag}: ${v} is not one of ${allowed.join(", ")}`);
+}
+
 function parseArgs(argv: string[]): Args {
-  const a: Args = { kills: 20, lease: 3000, replicas: 3, role: "SYNC_MASTER", minIsr: 2 };
+  const a: Args = { system: "rocketbun", apacheTimeouts: "both", kills: 20, lease: 3000, replicas: 3, role: "SYNC_MASTER", minIsr: 2 };
   for (let i = 0; i < argv.length; i += 2) {
+    const flag = argv[i]!;
     const v = argv[i + 1] ?? "";
-    if (argv[i] === "--kills") a.kills = Number(v);
-    else if (argv[i] === "--lease") a.lease = Number(v);
-    else if (argv[i] === "--replicas") a.replicas = Number(v);
-    else if (argv[i] === "--role") a.role = v === "ASYNC_MASTER" ? "ASYNC_MASTER" : "SYNC_MASTER";
-    else if (argv[i] === "--min-isr") a.minIsr = Number(v);
-    else if (argv[i] === "--binary") process.env.ROCKETBUN_BINARY = v;
-    else throw new Error(`unknown argument ${argv[i]}`);
+    if (flag === "--system") a.system = oneOf(flag, v, ["rocketbun", "apache5", "both"] as const);
+    else if (flag === "--apache-timeouts") a.apacheTimeouts = oneOf(flag, v, ["default", "lease", "both"] as const);
+    else if (flag === "--kills") a.kills = Number(v);
+    else if (flag === "--lease") a.lease = Number(v);
+    else if (flag === "--replicas") a.replicas = Number(v);
+    else if (flag === "--role") a.role = oneOf(flag, v, ["SYNC_MASTER", "ASYNC_MASTER"] as const);
+    else if (flag === "--min-isr") a.minIsr = Number(v);
+    else if (flag === "--binary") process.env.ROCKETBUN_BINARY = v;
+    else throw new Error(`unknown argument ${flag}`);
   }
   return a;
 }
@@ -52,139 +55,64 @@ const median = (xs: number[]) => {
   const s = [...xs].sort((x, y) => x - y);
   return s.length === 0 ? NaN : s[Math.floor((s.length - 1) / 2)]!;
 };
+const max = (xs: number[]) => (xs.length === 0 ? NaN : Math.max(...xs));
+const out = (line: string) => void process.stdout.write(`${line}\n`);
 
-interface HaView {
-  failover?: { role: string; epoch: number; writable: boolean };
+/** The systems to run, in order, each as a function that starts its rig (tools checked first). */
+async function plannedRigs(a: Args): Promise<(() => Promise<FailoverRig>)[]> {
+  const rigs: (() => Promise<FailoverRig>)[] = [];
+  if (a.system !== "apache5" && toolsPresent("bench/failover rocketbun", ["etcd"])) {
+    const { startRocketbunRig } = await import("./rocketbun.ts");
+    rigs.push(() => startRocketbunRig({ lease: a.lease, replicas: a.replicas, role: a.role, minIsr: a.minIsr }));
+  }
+  if (a.system !== "rocketbun" && toolsPresent("bench/failover apache5", ["java", "mvn"])) {
+    const { startApache5Rig } = await import("./apache5.ts");
+    const timeouts = a.apacheTimeouts === "both" ? (["default", "lease"] as const) : [a.apacheTimeouts];
+    for (const t of timeouts) rigs.push(() => startApache5Rig({ timeouts: t, lease: a.lease }));
+  }
+  return rigs;
 }
 
+async function runOne(start: () => Promise<FailoverRig>, schedule: Schedule): Promise<FailoverResult> {
+  const rig = await start();
+  // Whatever happens, nothing is left running (every process is ours, stopped by PID).
+  const onInt = () => void rig[Symbol.asyncDispose]().then(() => process.exit(130));
+  process.on("SIGINT", onInt);
+  try {
+    return await measureFailover(rig, schedule, out);
+  } finally {
+    process.off("SIGINT", onInt);
+    await rig[Symbol.asyncDispose]();
+  }
+}
+
+function report(a: Args, results: FailoverResult[]): void {
+  out(`failover bench: ${a.kills} kills, leaseTtlMs ${a.lease}; rocketbun: ${a.replicas} replicas, ${a.role}, minInSyncReplicas ${a.minIsr}`);
+  out(`target (rocketbun): median ≤ ${2 * a.lease} ms, max ≤ ${3 * a.lease} ms`);
+  out("| system | kill → send median | max | kill → receive median | max | acknowledged | lost | send failures | not SEND_OK |");
+  out("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+  for (const r of results) {
+    const cells = [median(r.sendGaps), max(r.sendGaps), median(r.recvGaps), max(r.recvGaps)].map((v) => `${v} ms`);
+    out(`| ${r.label} | ${cells.join(" | ")} | ${r.acked} | ${r.lost} | ${r.failures} | ${r.notOk} |`);
+  }
+  const ours = results.find((r) => r.label === "rocketbun");
+  if (!ours) return;
+  for (const r of results) {
+    if (r === ours) continue;
+    const ratio = (f: (xs: number[]) => number, pick: (x: FailoverResult) => number[]) => (f(pick(r)) / f(pick(ours))).toFixed(2);
+    out(
+      `${r.label} / rocketbun: send median ×${ratio(median, (x) => x.sendGaps)}, max ×${ratio(max, (x) => x.sendGaps)}; ` +
+        `receive median ×${ratio(median, (x) => x.recvGaps)}, max ×${ratio(max, (x) => x.recvGaps)}`,
+    );
+  }
+}
+
+// The arguments first: `--binary` must be in the environment before test/harness/binary.ts is loaded.
 const args = parseArgs(process.argv.slice(2));
-if (!etcdPresent("bench/failover")) process.exit(0);
-const etcd = await startEtcd();
-const yaml = brokerYaml({ broker: { haSlaveTimeoutMs: 2000 } }).replace(
-  "broker:\n",
-  `broker:\n  failover:\n    enable: true\n    leaseTtlMs: ${args.lease}\n    minInSyncReplicas: ${args.minIsr}\n    etcd: ["${etcd.endpoint}"]\n`,
-);
-const c = await HaCluster.start({ groups: [{ name: "bench-fo", role: args.role, slaves: args.replicas - 1, masterYaml: yaml, slaveYaml: yaml }] });
-// Whatever happens below, nothing is left running (every process is ours, stopped by PID).
-const cleanup = async () => {
-  await c[Symbol.asyncDispose]();
-  await etcd.stop();
-};
-process.on("SIGINT", () => void cleanup().then(() => process.exit(130)));
-const nodes = [c.master(), ...Array.from({ length: args.replicas - 1 }, (_, i) => c.slave(i))];
-const TOPIC = "FailoverBench";
-try {
-  await waitFor(async () => (await c.master().admin<HaView>("/ha")).failover?.writable, 30_000, "the first election");
-  await c.createTopic(TOPIC);
-} catch (e) {
-  await cleanup();
-  throw e;
-}
-
-let lostCount = 0;
-const sendGaps: number[] = [];
-const recvGaps: number[] = [];
-let ackedCount = 0;
-let failures = 0;
-try {
-  const namesrv = c.namesrvs[0]!.addr;
-  const producer = new Producer({ namesrv, group: "bench-fo-producer", sendTimeoutMs: 2000, retryTimesWhenSendFailed: 2 });
-  await producer.start();
-  const consumer = new PushConsumer({ namesrv, group: "bench-fo-consumer", fromWhere: "first" });
-  const received = new Map<string, number>(); // key → first receive time
-  consumer.subscribe(TOPIC, "*", (m) => {
-    const key = m.keys[0];
-    if (key !== undefined && !received.has(key)) received.set(key, Date.now());
-  });
-  await consumer.start();
-
-  /** key → when its send started and when it was acknowledged (only sends started after a kill count for the gap). */
-  const acked = new Map<string, { startedAt: number; ackedAt: number }>();
-  let seq = 0;
-  let running = true;
-  const senders = Array.from({ length: 4 }, async () => {
-    while (running) {
-      const key = `k${seq++}`;
-      try {
-        const startedAt = Date.now();
-        await producer.send({ topic: TOPIC, body: `failover bench ${key}`, keys: key });
-        acked.set(key, { startedAt, ackedAt: Date.now() });
-      } catch {
-        failures++;
-        await Bun.sleep(50);
-      }
-    }
-  });
-
-  async function current(): Promise<{ master: (typeof nodes)[number] | undefined; healthy: boolean }> {
-    let master: (typeof nodes)[number] | undefined;
-    let running = 0;
-    for (const n of nodes) {
-      if (!n.running) continue;
-      running++;
-      const h = await n.admin<HaView>("/ha").catch(() => undefined);
-      if (h?.failover?.role === "master" && h.failover.writable) master = n;
-    }
-    return { master, healthy: master !== undefined && running === nodes.length };
-  }
-
-  for (let k = 0; k < args.kills; k++) {
-    // Healthy: a writable master, every replica up and (after two lease periods) back in its sync state set.
-    const { master } = await waitFor(
-      async () => {
-        const s = await current();
-        return s.healthy && s.master ? s : null;
-      },
-      60_000,
-      "a healthy group",
-    );
-    await Bun.sleep(2 * args.lease);
-    const before = acked.size;
-    await waitFor(() => acked.size > before + 10, 30_000, "sends to flow");
-    const killedAt = Date.now();
-    await master!.kill();
-    // Only sends started once the master is gone count: an ack it sent just before it died would not
-    // say anything about the new one. The gaps are still measured from the kill.
-    const deadAt = Date.now();
-    const firstAck = await waitFor(
-      () => [...acked.values()].find((a) => a.startedAt > deadAt)?.ackedAt,
-      60_000,
-      "a send started after the kill to be acknowledged",
-    );
-    const firstRecv = await waitFor(
-      () => {
-        let first = Infinity;
-        for (const [key, a] of acked) if (a.startedAt > deadAt) first = Math.min(first, received.get(key) ?? Infinity);
-        return first < Infinity ? first : undefined;
-      },
-      60_000,
-      "a message sent after the kill to be received",
-    );
-    sendGaps.push(firstAck - killedAt);
-    recvGaps.push(firstRecv - killedAt);
-    process.stdout.write(`kill ${k + 1}: ${master!.name} → send after ${firstAck - killedAt} ms, receive after ${firstRecv - killedAt} ms\n`);
-    await master!.start();
-  }
-
-  running = false;
-  await Promise.all(senders);
-  await waitFor(() => [...acked.keys()].every((key) => received.has(key)), 60_000, "every acknowledged message to be received").catch(
-    () => undefined,
-  );
-  const lost = [...acked.keys()].filter((key) => !received.has(key));
-  await consumer.shutdown();
-  await producer.shutdown();
-
-  lostCount = lost.length;
-  ackedCount = acked.size;
-} finally {
-  await cleanup();
-}
-
-const lines = [
-  `failover bench: ${args.kills} kills, ${args.replicas} replicas, ${args.role}, minInSyncReplicas ${args.minIsr}, leaseTtlMs ${args.lease}`,
-  `kill → first acknowledged send: median ${median(sendGaps)} ms, max ${Math.max(...sendGaps)} ms (target median ≤ ${2 * args.lease}, max ≤ ${3 * args.lease})`,
-  `kill → first message received: median ${median(recvGaps)} ms, max ${Math.max(...recvGaps)} ms`,
-  `acknowledged ${ackedCount}, received ${ackedCount - lostCount}, lost ${lostCount}, send failures (retried by the loop) ${failures}`,
-];
-process.stdout.write(`${lines.join("\n")}\n`);
+const { measureFailover } = await import("./measure.ts");
+const { toolsPresent } = await import("../../test/harness/java.ts");
+// Same schedule for every system: healthy, then two leases of steady load before each kill.
+const schedule: Schedule = { kills: args.kills, settleMs: 2 * args.lease, healthyTimeoutMs: 120_000 };
+const results: FailoverResult[] = [];
+for (const start of await plannedRigs(args)) results.push(await runOne(start, schedule));
+if (results.length > 0) report(args, results);

@@ -29,12 +29,14 @@ const built = new Map<string, string>();
 /**
  * Compiles the Maven project in test/interop/java/<name> (if it has sources) and returns its
  * runtime classpath (target/classes first). Cached per process, and on disk while pom.xml and the
- * sources are older than the last build.
+ * sources are older than the last build. `base` names another folder of projects (the
+ * benchmarks keep theirs beside their code, e.g. bench/failover/apache5); only projects in
+ * test/interop/java may have sources, which live in its shared src/.
  */
-export function mavenClasspath(name: string): string {
-  const cached = built.get(name);
+export function mavenClasspath(name: string, base = JAVA_DIR): string {
+  const dir = join(base, name);
+  const cached = built.get(dir);
   if (cached !== undefined) return cached;
-  const dir = join(JAVA_DIR, name);
   const cpFile = join(dir, "target", "classpath.txt");
   const classes = join(dir, "target", "classes");
   const hasSources = readFileSync(join(dir, "pom.xml"), "utf8").includes("<sourceDirectory>");
@@ -45,7 +47,7 @@ export function mavenClasspath(name: string): string {
   }
   const deps = readFileSync(cpFile, "utf8").trim();
   const cp = hasSources ? `${classes}:${deps}` : deps;
-  built.set(name, cp);
+  built.set(dir, cp);
   return cp;
 }
 
