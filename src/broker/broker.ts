@@ -581,7 +581,7 @@ export class BrokerController {
     ctx.store.replicaWait = failover
       ? (offset) => {
           const acks = failover.acksNeeded();
-          return acks === 0 ? Promise.resolve("OK") : this.#ha.waitForAck(offset, this.#live.haSlaveTimeoutMs, acks);
+          return acks === 0 ? Promise.resolve("OK") : this.#ha.waitForAck(offset, this.#live.haSlaveTimeoutMs, acks, (id) => failover.countsAck(id));
         }
       : (offset) => this.#ha.waitForAck(offset, this.#live.haSlaveTimeoutMs);
   }
@@ -600,6 +600,7 @@ export class BrokerController {
       clock: this.#clock,
       transport: this.#haTransport,
       ...(this.#failover ? { beforeConnect: ((f) => () => f.reconcile(this.#master.addr))(this.#failover) } : {}),
+      ...(this.#failover ? { replicaId: ((f) => () => f.replicaId)(this.#failover) } : {}),
     });
     this.#haClient.start();
     const sync = new SlaveSynchronize({

@@ -222,6 +222,22 @@ export class BrokerFailover {
     return Math.max(this.#o.broker["failover.minInSyncReplicas"] - 1, members - 1);
   }
 
+  /** This replica's id in its group (assigned by etcd; undefined until then). */
+  get replicaId(): number | undefined {
+    return this.#replicaId;
+  }
+
+  /**
+   * SYNC_MASTER: whether an acknowledgement from replica `id` counts: a member of the sync state
+   * set other than this master. A replica outside it may hold the write now but is not one the
+   * next master is chosen from, so counting it could lose an acknowledged write to one failure
+   * (found by test/sim/failover-sim.test.ts, seed 6). An HA connection that did not name itself
+   * (an older replica) never counts.
+   */
+  countsAck(id: number | undefined): boolean {
+    return id !== undefined && id !== this.#replicaId && (this.#election?.syncStateSet.includes(id) ?? false);
+  }
+
   /** For GET_BROKER_RUNTIME_INFO (mqadmin brokerStatus). */
   summary(): { replicaId: number | undefined; role: ElectionRole; epoch: number; syncStateSet: readonly number[] } {
     const e = this.#election;

@@ -20,7 +20,7 @@ import type { DecodedRecord } from "../common/message-record.ts";
 import type { MessageStore } from "../commitlog/index.ts";
 import { LagTracker } from "./lag.ts";
 import { RecordStream } from "./record-stream.ts";
-import { ChunkDecoder, encodeReport } from "./transfer.ts";
+import { ChunkDecoder, encodeIdentity, encodeReport } from "./transfer.ts";
 import { tcpTransport, type HaSocket, type HaTransport } from "./transport.ts";
 
 export interface HAClientOptions {
@@ -46,6 +46,11 @@ export interface HAClientOptions {
    * this attempt; the next one comes after reconnectMs.
    */
   beforeConnect?: (masterHaAddr: string) => Promise<string | null>;
+  /**
+   * Automatic failover: this replica's id, sent first on every connection (an identity report,
+   * ./transfer.ts) so the master counts its acknowledgements only while it is in sync.
+   */
+  replicaId?: () => number | undefined;
 }
 
 export interface HAClientStatus {
@@ -74,7 +79,15 @@ interface Link {
   decoder: ChunkDecoder;
   records: RecordStream;
   closed: boolean;
+  /**
+   * Report bytes the socket did not take (it takes what fits): sent on drain, before anything
+   * newer, so the master never reads half a report followed by another one.
+   */
+  unsent: Uint8Array | null;
 }
+
+/** More unsent report bytes than this: the master stopped reading; the connection is dropped. */
+const UNSENT_MAX_BYTES = 4096;
 
 const CONNECT_TIMEOUT_MS = 5000;
 
@@ -197,13 +210,14 @@ export class HAClient {
       decoder: new ChunkDecoder(),
       records: new RecordStream(store.commitLog.segmentBytes, empty ? null : store.maxPhyOffset, this.#acceptDamageAt),
       closed: false,
+      unsent: null,
     };
     let timer: TimerHandle | undefined;
     try {
       const transport = this.#o.transport ?? tcpTransport;
       const connecting = transport.connect(m[1]!.replace(/^\[|\]$/g, ""), Number(m[2]), {
         data: (chunk) => this.#onData(link, chunk),
-        drain: () => {},
+        drain: () => this.#write(link, null),
         close: () => this.#onClosed(link),
       });
       const timeoutMs = this.#o.connectTimeoutMs ?? CONNECT_TIMEOUT_MS;
@@ -225,6 +239,8 @@ export class HAClient {
       this.#link = link;
       this.#lastReceiveAt = this.#now();
       this.#o.log.info(`connected to master HA ${addr}; reporting offset ${store.maxPhyOffset}`);
+      const id = this.#o.replicaId?.();
+      if (id !== undefined) this.#write(link, encodeIdentity(id));
       this.#report(link);
     } catch (e) {
       this.#o.log.rateLimited("warn", "ha-connect", `cannot connect to master HA ${addr}: ${e instanceof Error ? e.message : String(e)}`);
@@ -238,7 +254,23 @@ export class HAClient {
   #report(link: Link): void {
     if (!link.socket || link.closed) return;
     this.#lastReportAt = this.#now();
-    link.socket.write(encodeReport(this.#o.store.maxPhyOffset));
+    this.#write(link, encodeReport(this.#o.store.maxPhyOffset));
+  }
+
+  /** Writes `bytes` after whatever is unsent (null: only that, on drain). */
+  #write(link: Link, bytes: Uint8Array | null): void {
+    const socket = link.socket;
+    if (!socket || link.closed) return;
+    let out = bytes;
+    if (link.unsent !== null) {
+      out = bytes === null ? link.unsent : concatBytes(link.unsent, bytes);
+      link.unsent = null;
+    }
+    if (out === null || out.length === 0) return;
+    const n = socket.write(out);
+    if (n < 0 || n >= out.length) return;
+    if (out.length - n > UNSENT_MAX_BYTES) return this.#broken(link, `the master took no report bytes for a while (${out.length - n} unsent)`);
+    link.unsent = out.slice(n);
   }
 
   #onData(link: Link, chunk: Uint8Array): void {
@@ -305,4 +337,11 @@ export class HAClient {
     this.#o.log.info(`HA connection to ${link.addr} closed`);
     this.#drop(link);
   }
+}
+
+function concatBytes(a: Uint8Array, b: Uint8Array): Uint8Array {
+  const out = new Uint8Array(a.length + b.length);
+  out.set(a);
+  out.set(b, a.length);
+  return out;
 }

@@ -40,6 +40,9 @@ const STORE_TIME_END_MAX = 80;
 
 export type AckResult = "OK" | "TIMEOUT" | "NO_SLAVE";
 
+/** Whose acknowledgements count (automatic failover: the sync state set's members), by replica id. */
+export type AckEligible = (replicaId: number | undefined) => boolean;
+
 export interface SlaveStatus {
   addr: string;
   ackOffset: number;
@@ -63,6 +66,8 @@ class SlaveConnection {
   lastReportAt: number;
   lastSendAt: number;
   caughtUpAt = 0;
+  /** The replica id it named in an identity report (automatic failover), undefined if none. */
+  replicaId: number | undefined;
   /** Bytes the socket did not take yet, in order (wait for drain). */
   pending: Uint8Array[] = [];
 
@@ -82,7 +87,7 @@ export class HAService {
   readonly #slaves = new Set<SlaveConnection>();
   #listener: HaListener | null = null;
   #timer: TimerHandle | null = null;
-  #waiters: { offset: number; acks: number; resolve: (r: AckResult) => void; timer: TimerHandle }[] = [];
+  #waiters: { offset: number; acks: number; eligible: AckEligible | undefined; resolve: (r: AckResult) => void; timer: TimerHandle }[] = [];
 
   constructor(o: HAServiceOptions) {
     this.#o = o;
@@ -145,19 +150,24 @@ export class HAService {
   }
 
   /**
-   * SYNC_MASTER: resolves when `acks` slaves (default one; automatic failover asks for
-   * minInSyncReplicas − 1) acknowledged everything below `offset`.
+   * SYNC_MASTER: resolves when `acks` slaves (default one; automatic failover asks for every
+   * other member of the sync state set) acknowledged everything below `offset`. With `eligible`,
+   * only the slaves it accepts count: a replica outside the sync state set may hold the write
+   * now, but it is not one the next master is chosen from.
    */
-  waitForAck(offset: number, timeoutMs: number, acks = 1): Promise<AckResult> {
-    if (this.#ackedBy(acks) >= offset) return Promise.resolve("OK");
+  waitForAck(offset: number, timeoutMs: number, acks = 1, eligible?: AckEligible): Promise<AckResult> {
+    if (this.#ackedBy(acks, eligible) >= offset) return Promise.resolve("OK");
     const max = this.#store?.maxPhyOffset ?? 0;
     let usable = 0;
-    for (const c of this.#slaves) if (c.ackOffset >= 0 && max - c.ackOffset < this.#o.slaveFallbehindMaxBytes) usable++;
+    for (const c of this.#slaves) {
+      if (c.ackOffset >= 0 && max - c.ackOffset < this.#o.slaveFallbehindMaxBytes && (eligible === undefined || eligible(c.replicaId))) usable++;
+    }
     if (usable < acks) return Promise.resolve("NO_SLAVE");
     return new Promise((resolve) => {
       const w = {
         offset,
         acks,
+        eligible,
         resolve,
         timer: this.#clock.setTimeout(() => {
           this.#waiters = this.#waiters.filter((x) => x !== w);
@@ -218,15 +228,21 @@ export class HAService {
     return best;
   }
 
-  /** The offset that at least `acks` slaves acknowledged (-1: fewer slaves than that). */
-  #ackedBy(acks: number): number {
-    if (acks <= 1) return this.#bestAck();
-    const offsets = [...this.#slaves].map((c) => c.ackOffset).sort((a, b) => b - a);
-    return offsets[acks - 1] ?? -1;
+  /** The offset that at least `acks` (eligible) slaves acknowledged (-1: fewer slaves than that). */
+  #ackedBy(acks: number, eligible?: AckEligible): number {
+    if (acks <= 1 && eligible === undefined) return this.#bestAck();
+    const offsets: number[] = [];
+    for (const c of this.#slaves) if (eligible === undefined || eligible(c.replicaId)) offsets.push(c.ackOffset);
+    offsets.sort((a, b) => b - a);
+    return offsets[Math.max(1, acks) - 1] ?? -1;
   }
 
   #onReport(c: SlaveConnection, chunk: Uint8Array): void {
     const offset = c.decoder.feed(chunk);
+    if (c.decoder.replicaId !== undefined && c.replicaId !== c.decoder.replicaId) {
+      c.replicaId = c.decoder.replicaId;
+      this.#o.log.info(`slave ${c.addr} is replica ${c.replicaId}`);
+    }
     if (offset === undefined) return;
     c.lastReportAt = this.#clock.now();
     c.reported = offset;
@@ -260,7 +276,8 @@ export class HAService {
   #releaseWaiters(): void {
     if (this.#waiters.length === 0) return;
     const best = this.#bestAck();
-    const reached = (w: { offset: number; acks: number }) => w.offset <= (w.acks <= 1 ? best : this.#ackedBy(w.acks));
+    const reached = (w: { offset: number; acks: number; eligible: AckEligible | undefined }) =>
+      w.offset <= (w.acks <= 1 && w.eligible === undefined ? best : this.#ackedBy(w.acks, w.eligible));
     const done = this.#waiters.filter(reached);
     if (done.length === 0) return;
     this.#waiters = this.#waiters.filter((w) => !reached(w));

@@ -41,8 +41,16 @@ function master(store: MessageStore, batchBytes = 32 * 1024): HAService {
   return ha;
 }
 
-function slave(store: MessageStore, addr: () => string | undefined): HAClient {
-  const c = new HAClient({ store, masterHaAddr: addr, reportIntervalMs: 200, idleTimeoutMs: 5000, reconnectMs: 50, log });
+function slave(store: MessageStore, addr: () => string | undefined, replicaId?: number): HAClient {
+  const c = new HAClient({
+    store,
+    masterHaAddr: addr,
+    reportIntervalMs: 200,
+    idleTimeoutMs: 5000,
+    reconnectMs: 50,
+    log,
+    ...(replicaId !== undefined ? { replicaId: () => replicaId } : {}),
+  });
   c.start();
   cleanups.push(() => c.stop());
   return c;
@@ -101,6 +109,26 @@ describe("HA in process", () => {
     await until(() => ha.status().length === 0, "the master to notice the slave left");
     await send(m, 1, 2);
     expect(await ha.waitForAck(m.maxPhyOffset, 200)).toBe("NO_SLAVE");
+  });
+
+  test("failover: only eligible replicas' acknowledgements count (replicas name themselves on the stream)", async () => {
+    const m = openStore(false);
+    const ha = master(m);
+    await send(m, 1);
+    const s1 = openStore(true);
+    slave(s1, () => `127.0.0.1:${ha.port}`, 1);
+    await until(() => ha.status()[0]?.ackOffset === m.maxPhyOffset, "replica 1's first report");
+    await send(m, 1, 1);
+    // Replica 1 holds the write, but only replica 2 counts: no eligible slave at all.
+    expect(await ha.waitForAck(m.maxPhyOffset, 300, 1, (id) => id === 2)).toBe("NO_SLAVE");
+    expect(await ha.waitForAck(m.maxPhyOffset, 3000, 1, (id) => id === 1)).toBe("OK");
+    const s2 = openStore(true);
+    slave(s2, () => `127.0.0.1:${ha.port}`, 2);
+    await until(() => ha.status().length === 2 && ha.status().every((x) => x.ackOffset === m.maxPhyOffset), "replica 2 to catch up");
+    await send(m, 1, 2);
+    expect(await ha.waitForAck(m.maxPhyOffset, 3000, 2, (id) => id === 1 || id === 2)).toBe("OK");
+    // A slave that never named itself does not count for an eligible wait.
+    expect(await ha.waitForAck(m.maxPhyOffset, 300, 1, (id) => id === undefined)).toBe("NO_SLAVE");
   });
 
   test("lag: the master measures the age of the first unacknowledged record; the slave from polled master offsets", async () => {

@@ -7,6 +7,7 @@ import { fuzzIterations, fuzzSeed, parseHexFixture, prng } from "../../test/harn
 import {
   ChunkDecoder,
   encodeChunkHeader,
+  encodeIdentity,
   encodeReport,
   HA_CHUNK_MAX_BYTES,
   HA_HEADER_SIZE,
@@ -98,5 +99,21 @@ describe("ReportDecoder", () => {
       expect(a).toBe(expectFirst);
       expect(b).toBe(i === 24 ? undefined : 42);
     }
+  });
+
+  test("an identity report (automatic failover) names the replica, in any split, and is never taken for an offset", () => {
+    expect(hex(encodeIdentity(3))).toBe("ffffffff00000003");
+    const bytes = Buffer.concat([encodeIdentity(3), encodeReport(100), encodeReport(200)]);
+    for (let i = 0; i <= bytes.length; i++) {
+      const d = new ReportDecoder();
+      const got = [d.feed(bytes.subarray(0, i)), d.feed(bytes.subarray(i))].filter((x) => x !== undefined);
+      expect(d.replicaId).toBe(3);
+      expect(got.at(-1)).toBe(200);
+      expect(got.every((x) => x === 100 || x === 200)).toBe(true);
+    }
+    // A plain (Java) slave never names itself.
+    const plain = new ReportDecoder();
+    expect(plain.feed(encodeReport(5))).toBe(5);
+    expect(plain.replicaId).toBeUndefined();
   });
 });

@@ -7,6 +7,12 @@
  *   | slave max physical offset (8)  |
  *   +--------------------------------+
  *
+ * With automatic failover (RocketBun's own; no Java broker sends or expects it) a slave first
+ * names itself, so a SYNC_MASTER counts only the acknowledgements of its sync state set:
+ *   +----------------+----------------+
+ *   | 0xFFFFFFFF (4) | replica id (4) |      an offset no log reaches (2^64 − 2^32 + id)
+ *   +----------------+----------------+
+ *
  * Master → slave, repeatedly:
  *   +--------------------------------+----------------+------------------------------+
  *   | physical offset of data (8)    | data size n (4)| n raw CommitLog bytes        |
@@ -44,11 +50,24 @@ export function encodeChunkHeader(offset: number, size: number): Uint8Array {
 }
 
 /** Master side: the slave's 8-byte reports, in any TCP split. Only the newest complete one matters. */
+/** The identity report of replica `replicaId` (layout at the top of this file). */
+export function encodeIdentity(replicaId: number): Uint8Array {
+  const b = new Uint8Array(HA_REPORT_SIZE);
+  const v = new DataView(b.buffer);
+  v.setUint32(0, IDENTITY_MARK);
+  v.setUint32(4, replicaId >>> 0);
+  return b;
+}
+
+const IDENTITY_MARK = 0xffffffff;
+
 export class ReportDecoder {
   readonly #partial = new Uint8Array(HA_REPORT_SIZE);
   #partialLen = 0;
+  /** The replica id of the last identity report seen (undefined: none). */
+  replicaId: number | undefined;
 
-  /** Returns the last complete offset in the input so far, or undefined. */
+  /** Returns the last complete offset in the input so far, or undefined (identity reports set `replicaId`). */
   feed(chunk: Uint8Array): number | undefined {
     let last: number | undefined;
     let p = 0;
@@ -58,14 +77,24 @@ export class ReportDecoder {
       this.#partialLen += take;
       p = take;
       if (this.#partialLen < HA_REPORT_SIZE) return undefined;
-      last = readOffset(this.#partial, 0);
+      last = this.#report(this.#partial, 0) ?? last;
       this.#partialLen = 0;
     }
     const whole = p + Math.floor((chunk.length - p) / HA_REPORT_SIZE) * HA_REPORT_SIZE;
-    if (whole > p) last = readOffset(chunk, whole - HA_REPORT_SIZE);
+    // Every report is looked at (an identity may share a read with offsets); the last offset wins.
+    for (let at = p; at < whole; at += HA_REPORT_SIZE) last = this.#report(chunk, at) ?? last;
     this.#partial.set(chunk.subarray(whole));
     this.#partialLen = chunk.length - whole;
     return last;
+  }
+
+  #report(b: Uint8Array, at: number): number | undefined {
+    const v = new DataView(b.buffer, b.byteOffset + at, 8);
+    if (v.getUint32(0) === IDENTITY_MARK) {
+      this.replicaId = v.getUint32(4);
+      return undefined;
+    }
+    return v.getUint32(0) * TWO_32 + v.getUint32(4);
   }
 }
 

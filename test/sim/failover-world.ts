@@ -358,7 +358,7 @@ class FailoverWorld {
     r.store.replicaWait = (offset) => {
       const acks = r.failover.acksNeeded();
       r.acksAt.set(offset, acks);
-      return acks === 0 ? Promise.resolve("OK") : r.ha.waitForAck(offset, this.cfg.haSlaveTimeoutMs, acks);
+      return acks === 0 ? Promise.resolve("OK") : r.ha.waitForAck(offset, this.cfg.haSlaveTimeoutMs, acks, (id) => r.failover.countsAck(id));
     };
     this.checkAcksOn(r, `master of epoch ${epoch}`);
   }
@@ -386,6 +386,7 @@ class FailoverWorld {
       clock: r.clock,
       transport: this.net.endpoint(r.host, r.clock),
       beforeConnect: () => r.failover.reconcile(r.master?.addr),
+      replicaId: () => r.failover.replicaId,
     });
     r.client = client;
     client.start();
