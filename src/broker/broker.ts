@@ -646,7 +646,7 @@ export class BrokerController {
       log: scope("failover"),
       inSyncWithinMs: () => this.#live.haSlaveTimeoutMs,
       roles: {
-        promote: (epoch) => this.#promote(ctx, epoch),
+        promote: (epoch, role) => this.#promote(ctx, epoch, role),
         follow: (master) => this.#follow(ctx, master),
         registerAs: (brokerId) => this.#registerAs(ctx, brokerId),
         confirmedOffset: () => ctx.store.maxPhyOffset,
@@ -674,7 +674,7 @@ export class BrokerController {
   }
 
   /** Failover elected this replica: it takes writes from now on, with no restart. */
-  #promote(ctx: BrokerContext, epoch: number): void {
+  #promote(ctx: BrokerContext, epoch: number, role: "SYNC_MASTER" | "ASYNC_MASTER"): void {
     const s = ctx.settings;
     this.#stopFollowing();
     // Replicas connected before this epoch (to this replica, or to it as master of an earlier
@@ -682,7 +682,7 @@ export class BrokerController {
     // epoch before taking its bytes, or a later reconcile would cut them as never shared.
     this.#ha.dropSlaves();
     this.#master = {};
-    s.brokerRole = this.#o.broker.brokerRole === "SLAVE" ? "ASYNC_MASTER" : this.#o.broker.brokerRole;
+    s.brokerRole = role;
     s.brokerId = 0;
     ctx.store.setReadOnly(false);
     this.#wireMaster(ctx);

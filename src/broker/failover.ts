@@ -22,13 +22,13 @@ import type { Clock, TimerHandle } from "../common/clock.ts";
 import type { Logger } from "../common/log.ts";
 import type { Config } from "../config/schema.ts";
 import { EtcdHttpClient, EtcdUnavailableError, type EtcdKv } from "../failover/etcd.ts";
-import { Election, type ElectionRole, type MasterRecord } from "../failover/election.ts";
+import { Election, type ElectionRole, type MasterRecord, type MasterRole } from "../failover/election.ts";
 import { appendEpoch, assignReplicaId, consistentPoint, readEpochs, writeEpochs, type EpochEntry } from "../failover/replica-files.ts";
 
 /** What failover changes in the running broker (BrokerController implements it). */
 export interface FailoverRoles {
-  /** Now the master of `epoch`. */
-  promote(epoch: number): void;
+  /** Now the master of `epoch`, replicating as `role`. */
+  promote(epoch: number, role: MasterRole): void;
   /** Now a replica of `master`. */
   follow(master: { addr: string; haAddr: string }): void;
   /** The brokerId to register with: 0 as master, the replica id otherwise. */
@@ -84,6 +84,8 @@ export class BrokerFailover {
   readonly #prefix: string;
   #replicaId: number | undefined;
   #election: Election | undefined;
+  /** The role this replica took when it was last elected (MasterRole in ../failover/election.ts). */
+  #masterRole: MasterRole | undefined;
   #retry: TimerHandle | undefined;
   #stopped = false;
   #waitLogged = false;
@@ -128,6 +130,7 @@ export class BrokerFailover {
         addr: o.addr,
         haAddr: o.haAddr,
         startsAsMaster: o.broker.brokerRole !== "SLAVE",
+        ...(o.broker.brokerRole !== "SLAVE" ? { masterRole: o.broker.brokerRole } : {}),
       },
       {
         leaseTtlMs: o.broker["failover.leaseTtlMs"],
@@ -135,14 +138,17 @@ export class BrokerFailover {
         inSyncWithinMs: o.inSyncWithinMs,
       },
       { confirmedOffset: () => o.roles.confirmedOffset() },
-      { becameMaster: (epoch, start) => this.#becameMaster(epoch, start), follow: (m) => this.#follow(m) },
+      { becameMaster: (epoch, start, role) => this.#becameMaster(epoch, start, role), follow: (m) => this.#follow(m) },
     );
     this.#election.start();
   }
 
-  #becameMaster(epoch: number, startOffset: number): void {
+  #becameMaster(epoch: number, startOffset: number, masterRole: MasterRole | undefined): void {
     appendEpoch(this.#o.storeDir, { epoch, startOffset });
-    this.#o.roles.promote(epoch);
+    // No role known (every replica configured SLAVE, first epoch): synchronous when the group
+    // asks for more than one in-sync replica.
+    this.#masterRole = masterRole ?? (this.#o.broker["failover.minInSyncReplicas"] >= 2 ? "SYNC_MASTER" : "ASYNC_MASTER");
+    this.#o.roles.promote(epoch, this.#masterRole);
     this.#o.roles.registerAs(0);
   }
 
@@ -206,7 +212,7 @@ export class BrokerFailover {
    */
   #inSyncShortage(): string | null {
     const b = this.#o.broker;
-    if (b.brokerRole !== "SYNC_MASTER") return null;
+    if (this.#masterRole !== "SYNC_MASTER") return null;
     const have = this.#election?.syncStateSet.length ?? 0;
     const need = b["failover.minInSyncReplicas"];
     return have >= need ? null : `in-sync replicas not enough: ${have} in sync, broker.failover.minInSyncReplicas is ${need}`;

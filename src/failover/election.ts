@@ -55,7 +55,16 @@ export interface ReplicaIdentity {
   haAddr: string;
   /** Started as the master (claims a cold start without waiting). */
   startsAsMaster: boolean;
+  /** Its configured master role (undefined: configured SLAVE); see MasterRole. */
+  masterRole?: MasterRole;
 }
+
+/**
+ * How the group's master replicates: recorded with each epoch, so a replica configured SLAVE
+ * that wins takes the role the group's masters had (a SYNC_MASTER group stays synchronous after
+ * a failover), and a replica configured with a master role keeps its own.
+ */
+export type MasterRole = "SYNC_MASTER" | "ASYNC_MASTER";
 
 export interface ElectionOptions {
   leaseTtlMs: number;
@@ -80,6 +89,7 @@ export interface EpochRecord {
   epoch: number;
   brokerId: number;
   startOffset: number;
+  masterRole?: MasterRole;
 }
 export interface SyncStateSet {
   epoch: number;
@@ -95,8 +105,11 @@ export interface ReplicaRecord {
 
 /** How the broker follows the election's outcome. */
 export interface ElectionListener {
-  /** This replica won `epoch`; its log stood at `startOffset`. */
-  becameMaster(epoch: number, startOffset: number): void;
+  /**
+   * This replica won `epoch`; its log stood at `startOffset`. `masterRole`: its own configured
+   * one, else the previous epoch's (undefined: neither is known).
+   */
+  becameMaster(epoch: number, startOffset: number, masterRole: MasterRole | undefined): void;
   /** Another replica is master (also after this one stepped down). */
   follow(master: MasterRecord): void;
 }
@@ -339,6 +352,8 @@ export class Election {
   async #claim(epochKv: KeyValue | undefined, last: EpochRecord | undefined): Promise<void> {
     const epoch = (last?.epoch ?? 0) + 1;
     const startOffset = this.#progress.confirmedOffset();
+    const masterRole = this.#me.masterRole ?? last?.masterRole;
+    const epochRecord: EpochRecord = { epoch, brokerId: this.#me.brokerId, startOffset, ...(masterRole ? { masterRole } : {}) };
     const master: MasterRecord = { ...this.#recordBase(), epoch };
     const result = await this.#kv.txn(
       [
@@ -349,7 +364,7 @@ export class Election {
       ],
       [
         { put: `${this.#prefix}master`, value: JSON.stringify(master), ...(this.#lease ? { lease: this.#lease } : {}) },
-        { put: `${this.#prefix}epoch`, value: JSON.stringify({ epoch, brokerId: this.#me.brokerId, startOffset } satisfies EpochRecord) },
+        { put: `${this.#prefix}epoch`, value: JSON.stringify(epochRecord) },
         { put: `${this.#prefix}syncStateSet`, value: JSON.stringify({ epoch, members: [this.#me.brokerId] } satisfies SyncStateSet) },
       ],
     );
@@ -365,6 +380,6 @@ export class Election {
     this.#history = [[this.#clock.now(), startOffset]];
     this.#syncMembers = [this.#me.brokerId];
     this.#log.info(`elected master of ${this.#me.brokerName} at epoch ${epoch}, log at offset ${startOffset}`);
-    this.#listener.becameMaster(epoch, startOffset);
+    this.#listener.becameMaster(epoch, startOffset, masterRole);
   }
 }

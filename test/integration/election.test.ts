@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { systemClock, type Clock } from "../../src/common/clock.ts";
 import { scope } from "../../src/common/log.ts";
 import { EtcdHttpClient, type EtcdKv } from "../../src/failover/etcd.ts";
-import { Election, type MasterRecord } from "../../src/failover/election.ts";
+import { Election, type MasterRecord, type MasterRole } from "../../src/failover/election.ts";
 import { MemoryEtcd } from "../../src/failover/test-support.ts";
 import { SimClock } from "../sim/clock.ts";
 import { waitFor } from "../harness/binary.ts";
@@ -25,11 +25,19 @@ const TTL = 2000;
  * each one's confirmed offset (tests change it). Replica 0 starts as master. `events` records
  * elections ("0 master e1 @500") and follows ("1 follows 0 e1").
  */
-function replicasOf(o: { name: string; offsets: number[]; kv: (id: number) => EtcdKv; clock: Clock; allowUncleanElection?: boolean }) {
+function replicasOf(o: {
+  name: string;
+  offsets: number[];
+  kv: (id: number) => EtcdKv;
+  clock: Clock;
+  allowUncleanElection?: boolean;
+  /** Each one's configured master role (undefined: SLAVE); none by default. */
+  roles?: (MasterRole | undefined)[];
+}) {
   const events: string[] = [];
   const replicas = o.offsets.map((_, id) => {
     const listener = {
-      becameMaster: (epoch: number, start: number) => events.push(`${id} master e${epoch} @${start}`),
+      becameMaster: (epoch: number, start: number, role: MasterRole | undefined) => events.push(`${id} master e${epoch} @${start}${role ? ` ${role}` : ""}`),
       follow: (m: MasterRecord) => events.push(`${id} follows ${m.brokerId} e${m.epoch}`),
     };
     const me = {
@@ -39,6 +47,7 @@ function replicasOf(o: { name: string; offsets: number[]; kv: (id: number) => Et
       addr: `127.0.0.1:${1000 + id}`,
       haAddr: `127.0.0.1:${2000 + id}`,
       startsAsMaster: id === 0,
+      ...(o.roles?.[id] ? { masterRole: o.roles[id] } : {}),
     };
     const opts = { leaseTtlMs: TTL, allowUncleanElection: o.allowUncleanElection ?? false, inSyncWithinMs: () => 1000 };
     return new Election(o.kv(id), o.clock, scope(`election-${id}`), me, opts, { confirmedOffset: () => o.offsets[id]! }, listener);
@@ -151,14 +160,28 @@ test.skipIf(!present)(
 );
 
 /** A group on a MemoryEtcd, in virtual time. */
-function simGroup(offsets: number[], allowUncleanElection = false) {
+function simGroup(offsets: number[], allowUncleanElection = false, roles?: (MasterRole | undefined)[]) {
   const sim = new SimClock();
   const clock = sim.view();
   const etcd = new MemoryEtcd(clock);
-  return { sim, clock, etcd, ...replicasOf({ name: "sim", offsets, kv: (id) => etcd.client(`r${id}`), clock, allowUncleanElection }) };
+  return { sim, clock, etcd, ...replicasOf({ name: "sim", offsets, kv: (id) => etcd.client(`r${id}`), clock, allowUncleanElection, ...(roles ? { roles } : {}) }) };
 }
 
 describe("the election on the in-memory etcd, in virtual time", () => {
+  test("a replica configured SLAVE that wins takes the role the group's master had (recorded with each epoch)", async () => {
+    const g = simGroup([100, 100], false, ["SYNC_MASTER", undefined]);
+    const [r0, r1] = g.replicas as [Election, Election];
+    r0.start();
+    r1.start();
+    expect(await g.sim.until(() => r0.role === "master" && r1.master?.brokerId === 0, 5000)).toBe(true);
+    await g.sim.advance(3 * TTL);
+    await r0.stop(false);
+    expect(await g.sim.until(() => r1.role === "master", 6 * TTL)).toBe(true);
+    expect(g.events.filter((e) => e.includes("master e"))).toEqual(["0 master e1 @100 SYNC_MASTER", "1 master e2 @100 SYNC_MASTER"]);
+    expect(JSON.parse(g.etcd.peek("/rocketbun/c/sim/epoch")!.value)).toEqual({ epoch: 2, brokerId: 1, startOffset: 100, masterRole: "SYNC_MASTER" });
+    for (const r of g.replicas) await r.stop(true);
+  });
+
   test("allowUncleanElection: a replica outside the sync state set is elected when no in-sync one lives (and only then)", async () => {
     for (const unclean of [false, true]) {
       const g = simGroup([100, 40], unclean);
