@@ -115,7 +115,9 @@ export class BrokerFailover {
     }
     if (this.#stopped) return;
     const id = this.#replicaId;
-    o.log.info(`failover: replica ${id} of ${o.broker.brokerName} (starting as ${o.broker.brokerRole === "SLAVE" ? "replica" : "master"})`);
+    // brokerId, not brokerRole: a slave's brokerRole may name the role it takes when elected.
+    const startsAsMaster = o.broker.brokerId === 0;
+    o.log.info(`failover: replica ${id} of ${o.broker.brokerName} (starting as ${startsAsMaster ? "master" : "replica"})`);
     o.roles.registerAs(id);
     this.#election = new Election(
       this.#kv,
@@ -127,7 +129,7 @@ export class BrokerFailover {
         brokerId: id,
         addr: o.addr,
         haAddr: o.haAddr,
-        startsAsMaster: o.broker.brokerRole !== "SLAVE",
+        startsAsMaster,
       },
       {
         leaseTtlMs: o.broker["failover.leaseTtlMs"],
