@@ -1152,7 +1152,8 @@ function checkBroker(config: Config, add: (key: KeyPath, problem: string) => voi
     if (b.brokerRole !== "SLAVE" && !b["failover.enable"]) {
       add(
         "broker.brokerRole",
-        `"${b.brokerRole}" is not allowed for role slave (a slave's brokerRole is always SLAVE, but with broker.failover.enable, where it is the role taken when elected)`,
+        `"${b.brokerRole}" is not allowed for role slave ` +
+          "(a slave's brokerRole is always SLAVE, but with broker.failover.enable, where it is the role taken when elected)",
       );
     }
   } else {
