@@ -29,8 +29,11 @@ import { appendEpoch, assignReplicaId, consistentPoint, readEpochs, writeEpochs,
 export interface FailoverRoles {
   /** Now the master of `epoch`. */
   promote(epoch: number): void;
-  /** Now a replica of `master`. */
-  follow(master: { addr: string; haAddr: string }): void;
+  /**
+   * Now a replica of `master` at `epoch`. A new epoch of the same master must reconnect too: the
+   * replica's epoch file learns epochs only when it reconciles (reconcile, on each connection).
+   */
+  follow(master: { addr: string; haAddr: string; epoch: number }): void;
   /** The brokerId to register with: 0 as master, the replica id otherwise. */
   registerAs(brokerId: number): void;
   /** Where this replica's CommitLog ends (whole records). */
@@ -149,7 +152,7 @@ export class BrokerFailover {
   }
 
   #follow(master: MasterRecord): void {
-    this.#o.roles.follow({ addr: master.addr, haAddr: master.haAddr });
+    this.#o.roles.follow({ addr: master.addr, haAddr: master.haAddr, epoch: master.epoch });
     if (this.#replicaId !== undefined) this.#o.roles.registerAs(this.#replicaId);
   }
 
