@@ -192,7 +192,7 @@ export class BrokerController {
   /** Failover: the name servers to register with once the replica id is known. */
   #namesrvAddr: string[] = [];
   /** Slave: the master's addresses, as the name server reported them. */
-  #master: { addr?: string; haAddr?: string } = {};
+  #master: { addr?: string; haAddr?: string; epoch?: number } = {};
   /** Slave: when a metadata sync was last brought forward by a message of an unknown topic. */
   #earlySyncAt = 0;
   /** Values a reload may change after start, read where they are used. */
@@ -692,7 +692,7 @@ export class BrokerController {
   }
 
   /** Failover: another replica is master; this one stops writing (if it did) and replicates from it. */
-  #follow(ctx: BrokerContext, master: { addr: string; haAddr: string }): void {
+  #follow(ctx: BrokerContext, master: { addr: string; haAddr: string; epoch: number }): void {
     const s = ctx.settings;
     const wasMaster = s.brokerRole !== "SLAVE";
     s.brokerRole = "SLAVE";
@@ -704,7 +704,9 @@ export class BrokerController {
       void this.#tx?.stop();
       this.#ha.dropSlaves();
     }
-    const changed = master.addr !== this.#master.addr || master.haAddr !== this.#master.haAddr;
+    // A new epoch of the same master (re-elected after its lease lapsed) is a change too: the stream
+    // is reconnected, so beforeConnect reconciles and this replica's epoch file records that epoch.
+    const changed = master.addr !== this.#master.addr || master.haAddr !== this.#master.haAddr || master.epoch !== this.#master.epoch;
     this.#master = master;
     if (changed || this.#haClient === null) {
       this.#stopFollowing();

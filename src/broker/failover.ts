@@ -29,8 +29,11 @@ import { appendEpoch, assignReplicaId, consistentPoint, readEpochs, writeEpochs,
 export interface FailoverRoles {
   /** Now the master of `epoch`, replicating as `role`. */
   promote(epoch: number, role: MasterRole): void;
-  /** Now a replica of `master`. */
-  follow(master: { addr: string; haAddr: string }): void;
+  /**
+   * Now a replica of `master` at `epoch`. A new epoch of the same master must reconnect too: the
+   * replica's epoch file learns epochs only when it reconciles (reconcile, on each connection).
+   */
+  follow(master: { addr: string; haAddr: string; epoch: number }): void;
   /** The brokerId to register with: 0 as master, the replica id otherwise. */
   registerAs(brokerId: number): void;
   /** Where this replica's CommitLog ends (whole records). */
@@ -117,7 +120,9 @@ export class BrokerFailover {
     }
     if (this.#stopped) return;
     const id = this.#replicaId;
-    o.log.info(`failover: replica ${id} of ${o.broker.brokerName} (starting as ${o.broker.brokerRole === "SLAVE" ? "replica" : "master"})`);
+    // brokerId, not brokerRole: a slave's brokerRole may name the role it takes when elected.
+    const startsAsMaster = o.broker.brokerId === 0;
+    o.log.info(`failover: replica ${id} of ${o.broker.brokerName} (starting as ${startsAsMaster ? "master" : "replica"})`);
     o.roles.registerAs(id);
     this.#election = new Election(
       this.#kv,
@@ -129,7 +134,7 @@ export class BrokerFailover {
         brokerId: id,
         addr: o.addr,
         haAddr: o.haAddr,
-        startsAsMaster: o.broker.brokerRole !== "SLAVE",
+        startsAsMaster,
         ...(o.broker.brokerRole !== "SLAVE" ? { masterRole: o.broker.brokerRole } : {}),
       },
       {
@@ -153,7 +158,7 @@ export class BrokerFailover {
   }
 
   #follow(master: MasterRecord): void {
-    this.#o.roles.follow({ addr: master.addr, haAddr: master.haAddr });
+    this.#o.roles.follow({ addr: master.addr, haAddr: master.haAddr, epoch: master.epoch });
     if (this.#replicaId !== undefined) this.#o.roles.registerAs(this.#replicaId);
   }
 

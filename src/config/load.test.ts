@@ -190,14 +190,23 @@ describe("role rules", () => {
       "2:3: broker.brokerId: must be ≥ 1 for role slave, got 0 (brokerId 0 is the master)",
     );
     expect(oneError("broker:\n  brokerId: 2\n")).toBe("2:3: broker.brokerId: must be 0 for role master, got 2 (only slaves have brokerId ≥ 1)");
+    const slaveRole = "(a slave's brokerRole is always SLAVE, but with broker.failover.enable, where it is the role taken when elected)";
     expect(oneError("broker:\n  brokerRole: SYNC_MASTER\n", { role: "slave", namesrv: "h:1" })).toBe(
-      '2:3: broker.brokerRole: "SYNC_MASTER" is not allowed for role slave (a slave\'s brokerRole is always SLAVE)',
+      `2:3: broker.brokerRole: "SYNC_MASTER" is not allowed for role slave ${slaveRole}`,
     );
     expect(oneError("broker:\n  brokerRole: SLAVE\n", { role: "standalone" })).toBe(
       '2:3: broker.brokerRole: "SLAVE" is not allowed for role standalone (use ASYNC_MASTER or SYNC_MASTER, or --role slave)',
     );
     expect(errorsOf(undefined, { role: "slave", namesrv: "h:1", brokerRole: "ASYNC_MASTER" })).toEqual([
-      '--broker-role: "ASYNC_MASTER" is not allowed for role slave (a slave\'s brokerRole is always SLAVE)',
+      `--broker-role: "ASYNC_MASTER" is not allowed for role slave ${slaveRole}`,
+    ]);
+  });
+
+  test("with failover, a slave's brokerRole is the role it takes when elected (a SYNC_MASTER group stays SYNC_MASTER)", () => {
+    const failover = 'broker:\n  brokerRole: SYNC_MASTER\n  failover:\n    enable: true\n    etcd: ["127.0.0.1:2379"]\n';
+    expect(ok(failover, { role: "slave", namesrv: "h:1" }).config.broker.brokerRole).toBe("SYNC_MASTER");
+    expect(errorsOf(failover, { role: "slave", namesrv: "h:1", brokerId: "0" })).toEqual([
+      "--broker-id: must be ≥ 1 for role slave, got 0 (brokerId 0 is the master)",
     ]);
   });
 

@@ -333,8 +333,8 @@ export const KEYS: readonly KeyDef[] = [
     key: "broker.brokerRole",
     type: { kind: "enum", values: ["ASYNC_MASTER", "SYNC_MASTER", "SLAVE"] },
     roles: BROKER_ROLES,
-    doc: "SYNC_MASTER waits for a slave ack before answering a send",
-    defaultDoc: "ASYNC_MASTER; always SLAVE for role slave",
+    doc: "SYNC_MASTER waits for a slave ack before answering a send; with failover.enable, the role a replica takes when elected (slaves too)",
+    defaultDoc: "ASYNC_MASTER; SLAVE for role slave (always, without failover)",
   },
   {
     key: "broker.brokerIP1",
@@ -1186,8 +1186,14 @@ function checkBroker(config: Config, add: (key: KeyPath, problem: string) => voi
   const { role, broker: b } = config;
   if (role === "slave") {
     if (b.brokerId < 1) add("broker.brokerId", `must be ≥ 1 for role slave, got ${b.brokerId} (brokerId 0 is the master)`);
-    if (b.brokerRole !== "SLAVE") {
-      add("broker.brokerRole", `"${b.brokerRole}" is not allowed for role slave (a slave's brokerRole is always SLAVE)`);
+    // With failover a slave may be elected: its brokerRole is the role it takes then (a SYNC_MASTER
+    // group stays SYNC_MASTER after a failover); it starts as a replica whatever it says.
+    if (b.brokerRole !== "SLAVE" && !b["failover.enable"]) {
+      add(
+        "broker.brokerRole",
+        `"${b.brokerRole}" is not allowed for role slave ` +
+          "(a slave's brokerRole is always SLAVE, but with broker.failover.enable, where it is the role taken when elected)",
+      );
     }
   } else {
     if (b.brokerId !== 0) add("broker.brokerId", `must be 0 for role ${role}, got ${b.brokerId} (only slaves have brokerId ≥ 1)`);

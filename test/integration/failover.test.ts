@@ -30,17 +30,21 @@ interface FailoverHa {
   failover?: { replicaId?: number; role: string; epoch: number; writable: boolean; master?: { addr: string }; epochs: { epoch: number; startOffset: number }[] };
 }
 
-function failoverYaml(minInSyncReplicas = 1): string {
+function failoverYaml(minInSyncReplicas = 1, brokerRole?: "SYNC_MASTER"): string {
   // brokerYaml's broker section, plus the failover group one level deeper.
-  return brokerYaml({ broker: { haSlaveTimeoutMs: 2000 } }).replace(
+  return brokerYaml({ broker: { haSlaveTimeoutMs: 2000, ...(brokerRole ? { brokerRole } : {}) } }).replace(
     "broker:\n",
     `broker:\n  failover:\n    enable: true\n    leaseTtlMs: ${LEASE_MS}\n    minInSyncReplicas: ${minInSyncReplicas}\n    etcd: ["${etcd.endpoint}"]\n`,
   );
 }
 
-async function startGroup(name: string, o: { role?: "ASYNC_MASTER" | "SYNC_MASTER"; slaves?: number; minInSyncReplicas?: number } = {}): Promise<HaCluster> {
+async function startGroup(
+  name: string,
+  o: { role?: "ASYNC_MASTER" | "SYNC_MASTER"; slaves?: number; minInSyncReplicas?: number; slaveRole?: "SYNC_MASTER" } = {},
+): Promise<HaCluster> {
   const yaml = failoverYaml(o.minInSyncReplicas);
-  return HaCluster.start({ groups: [{ name, role: o.role ?? "ASYNC_MASTER", slaves: o.slaves ?? 1, masterYaml: yaml, slaveYaml: yaml }] });
+  const slaveYaml = failoverYaml(o.minInSyncReplicas, o.slaveRole);
+  return HaCluster.start({ groups: [{ name, role: o.role ?? "ASYNC_MASTER", slaves: o.slaves ?? 1, masterYaml: yaml, slaveYaml }] });
 }
 
 const ha = (n: Node) => n.admin<FailoverHa>("/ha");
@@ -183,5 +187,62 @@ describe.skipIf(!present)("automatic failover on etcd (compiled binary)", () => 
     await c.slave(0).start();
     await waitFor(async () => (await c.sendOne(TOPIC, { timeoutMs: 8000 })).code === ResponseCode.SUCCESS, 20_000, () => `sends to resume: ${c.diag()}`);
     expect(await c.slave(0).maxOffset()).toBe(await m.maxOffset()); // answered only once the slave has it
+  }, 90_000);
+
+  test("a replica learns a new epoch of the master it follows: its master re-elected after an etcd cut", async () => {
+    // Found by test/interop/failover-chaos.test.ts: the replica kept streaming from the same address,
+    // so it never reconciled and its epoch file missed the epoch; elected later, it handed the group
+    // a history without it, and the re-elected master, returning, cut bytes the group held and had
+    // acknowledged (kept in store/truncated/ as if never acknowledged).
+    await using c = await startGroup("fo-f");
+    const [m, s] = [c.master(), c.slave()];
+    await elected(c, m, 1);
+    await waitFor(async () => (await ha(s)).failover?.master?.addr === m.addr, 10_000, "the slave to follow the master");
+    await c.createTopic(TOPIC);
+    await c.send(TOPIC, 10);
+    await c.caughtUp();
+    // The slave is stopped through the cut, so its lease lapses with the master's and the master is
+    // the only candidate left: it is elected again, at epoch 2. The slave's HA connection stays open.
+    s.freeze();
+    etcd.pause();
+    await Bun.sleep(2 * LEASE_MS); // both leases outlive their TTL without a renewal
+    etcd.resume();
+    await elected(c, m, 2);
+    s.thaw();
+    const epochs = (await ha(m)).failover!.epochs;
+    expect(epochs.map((e) => e.epoch)).toEqual([1, 2]);
+    await waitFor(
+      async () => JSON.stringify((await ha(s)).failover?.epochs) === JSON.stringify(epochs),
+      15_000,
+      () => `the slave to hold the master's epochs ${JSON.stringify(epochs)}: ${c.diag()}`,
+    );
+    await c.send(TOPIC, 5);
+    await c.caughtUp();
+  }, 90_000);
+
+  test("SYNC_MASTER: a slave elected master stays SYNC_MASTER (brokerRole in its config) and acknowledges nothing while alone in sync", async () => {
+    // Before this was allowed, a slave's brokerRole could only be SLAVE and an elected slave became
+    // ASYNC_MASTER: after the first failover the group acknowledged writes no other replica had.
+    await using c = await startGroup("fo-e", { role: "SYNC_MASTER", slaves: 1, minInSyncReplicas: 2, slaveRole: "SYNC_MASTER" });
+    const [m, s] = [c.master(), c.slave()];
+    await elected(c, m, 1);
+    await c.createTopic(TOPIC);
+    // Acknowledged only with 2 in sync: the slave is in the sync state set from here on.
+    await waitFor(async () => (await c.sendOne(TOPIC)).code === ResponseCode.SUCCESS, 15_000, () => `a send to succeed: ${c.diag()}`);
+    await c.send(TOPIC, 10);
+    await c.caughtUp();
+
+    await m.kill();
+    await elected(c, s, 2);
+    const status = bodyJson<{ table: Record<string, string> }>(await c.call(s.addr, RequestCode.GET_BROKER_RUNTIME_INFO)).table;
+    expect([status.brokerRole, status.failoverSyncStateSet]).toEqual(["SYNC_MASTER", String((await ha(s)).failover!.replicaId)]);
+    const end = await s.maxOffset();
+    const alone = await c.sendOne(TOPIC, { addr: s.addr });
+    expect([alone.code, alone.remark]).toEqual([ResponseCode.SERVICE_NOT_AVAILABLE, "in-sync replicas not enough: 1 in sync, broker.failover.minInSyncReplicas is 2"]);
+    expect(await s.maxOffset()).toBe(end); // refused before it was stored
+
+    await m.start(); // comes back as its replica and rejoins the sync state set
+    await waitFor(async () => (await c.sendOne(TOPIC, { addr: s.addr, timeoutMs: 8000 })).code === ResponseCode.SUCCESS, 30_000, () => `sends to resume: ${c.diag()}`);
+    expect(await m.maxOffset()).toBe(await s.maxOffset()); // answered only once the old master has it
   }, 90_000);
 });
