@@ -235,13 +235,7 @@ export class HAClient {
         socket.terminate();
         return;
       }
-      link.socket = socket;
-      this.#link = link;
-      this.#lastReceiveAt = this.#now();
-      this.#o.log.info(`connected to master HA ${addr}; reporting offset ${store.maxPhyOffset}`);
-      const id = this.#o.replicaId?.();
-      if (id !== undefined) this.#write(link, encodeIdentity(id));
-      this.#report(link);
+      this.#connected(link, socket);
     } catch (e) {
       this.#o.log.rateLimited("warn", "ha-connect", `cannot connect to master HA ${addr}: ${e instanceof Error ? e.message : String(e)}`);
       this.#nextAttemptAt = this.#now() + this.#o.reconnectMs;
@@ -249,6 +243,17 @@ export class HAClient {
       if (timer) this.#clock.clearTimeout(timer);
       this.#connecting = false;
     }
+  }
+
+  /** The connection is up: it is the current one; the replica names itself, then reports. */
+  #connected(link: Link, socket: HaSocket): void {
+    link.socket = socket;
+    this.#link = link;
+    this.#lastReceiveAt = this.#now();
+    this.#o.log.info(`connected to master HA ${link.addr}; reporting offset ${this.#o.store.maxPhyOffset}`);
+    const id = this.#o.replicaId?.();
+    if (id !== undefined) this.#write(link, encodeIdentity(id));
+    this.#report(link);
   }
 
   #report(link: Link): void {
