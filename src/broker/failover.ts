@@ -64,6 +64,9 @@ export interface FailoverStatus {
   writable: boolean;
   master: MasterRecord | undefined;
   epochs: EpochEntry[];
+  /** As master: the in-sync replicas (this one included) and the role it replicates as. */
+  syncStateSet: readonly number[];
+  masterRole: MasterRole | undefined;
 }
 
 export interface BrokerFailoverOptions {
@@ -264,6 +267,8 @@ export class BrokerFailover {
       writable: e?.writable() ?? false,
       master: e?.master,
       epochs: readEpochs(this.#o.storeDir),
+      syncStateSet: e?.role === "master" ? e.syncStateSet : [],
+      masterRole: e?.role === "master" ? this.#masterRole : undefined,
     };
   }
 
