@@ -50,6 +50,7 @@ import type { FailoverRig, GroupState, Member } from "./measure.ts";
 const { collect, tempDir, waitFor } = await import("../../test/harness/binary.ts");
 const { freeBrokerPort, freePort, mavenClasspath } = await import("../../test/harness/java.ts");
 const { bodyJson, createTopicRequest, newClient, routeRequest } = await import("../../test/harness/wire.ts");
+const { waitForAccept } = await import("../../test/harness/interop-cluster.ts");
 
 export type ApacheTimeouts = "default" | "lease";
 
@@ -113,7 +114,8 @@ class Jvm implements Member {
     // user.home is the member's own dir: RocketMQ puts its files under it (logs, controller data).
     this.#proc = Bun.spawn(this.argv, { cwd: this.home, env: { ...process.env, ROCKETMQ_HOME: this.home }, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
     this.#out = [collect(this.#proc.stdout), collect(this.#proc.stderr)];
-    await waitForAccept(this.port, this);
+    const proc = this.#proc;
+    await waitForAccept(this.port, proc, () => `${this.name}\n${this.output()}`, 120_000);
   }
 
   async kill(): Promise<void> {
@@ -132,28 +134,8 @@ class Jvm implements Member {
     }
     return `--- ${this.name}\n${this.#out.map((o) => o().slice(-1500)).join("")}${log}`;
   }
-
-  exitCode(): number | null {
-    return this.#proc?.exitCode ?? null;
-  }
 }
 
-async function waitForAccept(port: number, jvm: Jvm): Promise<void> {
-  await waitFor(
-    async () => {
-      if (jvm.exitCode() !== null) throw new Error(`${jvm.name} exited with ${jvm.exitCode()}\n${jvm.output()}`);
-      try {
-        const s = await Bun.connect({ hostname: "127.0.0.1", port, socket: { data() {} } });
-        s.end();
-        return true;
-      } catch {
-        return false;
-      }
-    },
-    120_000,
-    () => `${jvm.name} to accept on 127.0.0.1:${port}\n${jvm.output()}`,
-  );
-}
 
 /**
  * FAILOVER_LOGS=DIR keeps each JVM's log (DIR/<home>.log) when the rig is removed; the homes

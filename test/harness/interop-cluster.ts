@@ -250,7 +250,8 @@ async function startApacheCluster(opts: ClusterOptions): Promise<InteropCluster>
   };
 }
 
-async function waitForAccept(port: number, proc: Subprocess, diag: () => string): Promise<void> {
+/** Until 127.0.0.1:`port` accepts a connection; fails at once when the process exited. */
+export async function waitForAccept(port: number, proc: { readonly exitCode: number | null }, diag: () => string, timeoutMs = 60_000): Promise<void> {
   await waitFor(
     async () => {
       if (proc.exitCode !== null) throw new Error(`exited with ${proc.exitCode}\n${diag()}`);
@@ -262,7 +263,7 @@ async function waitForAccept(port: number, proc: Subprocess, diag: () => string)
         return false;
       }
     },
-    60_000,
+    timeoutMs,
     () => `127.0.0.1:${port} to accept\n${diag()}`,
   );
 }

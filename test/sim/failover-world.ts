@@ -56,6 +56,7 @@ import { SIM_EPOCH_MS, SimClock, type ClockView } from "./clock.ts";
 import { MemDisk } from "./disk.ts";
 import { NO_FAULTS, SimNet, type LinkFaults } from "./net.ts";
 import { checkStoreQueues, equalRange, logBytes } from "./store-checks.ts";
+import { simStoreBase } from "./store-options.ts";
 import { InvariantError, SimLogger } from "./world.ts";
 
 export interface FailoverSimOptions {
@@ -250,27 +251,7 @@ class FailoverWorld {
 
   storeOptions(idx: number, clock: ClockView): MessageStoreOptions {
     return {
-      dir: `/r${idx}`,
-      segmentBytes: this.cfg.segmentBytes,
-      flushDiskType: this.cfg.flush,
-      syncFlushTimeoutMs: 5000,
-      indexSlotNum: 16,
-      indexNum: 64,
-      maxMessageSizeBytes: 2048,
-      checkCrcOnRecover: true,
-      fileReservedTimeHours: 72,
-      deleteWhen: "04",
-      diskMaxUsedSpaceRatio: 0.99,
-      diskCriticalRatio: 0.999,
-      deleteCommitLogFilesIntervalMs: 3_600_000,
-      maxTransferBytesOnMessageInMemory: 256 * 1024,
-      maxTransferCountOnMessageInMemory: 32,
-      maxTransferBytesOnMessageInDisk: 64 * 1024,
-      maxTransferCountOnMessageInDisk: 8,
-      accessMessageInMemoryMaxRatio: 40,
-      accessMessageInMemoryMaxBytes: 1 << 30,
-      storeHost: parseHostAddress(`10.0.0.${idx + 1}:10911`),
-      releaseColdIntervalMs: 3_600_000,
+      ...simStoreBase({ dir: `/r${idx}`, segmentBytes: this.cfg.segmentBytes, flushDiskType: this.cfg.flush, storeHost: `10.0.0.${idx + 1}:10911` }),
       flushIntervalMs: 100,
       consumeQueueUnitsPerFile: 32,
       checkpointIntervalMs: 200,

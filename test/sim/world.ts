@@ -28,6 +28,7 @@ import type { Logger, LogLevel } from "../../src/common/log.ts";
 import { HAClient, HAService } from "../../src/ha/index.ts";
 import { prng } from "../harness/fuzz.ts";
 import { SimClock, type ClockView } from "./clock.ts";
+import { simStoreBase } from "./store-options.ts";
 import { MemDisk, type MemDiskView } from "./disk.ts";
 import { NO_FAULTS, SimNet, type LinkFaults } from "./net.ts";
 import { checkStoreQueues, equalRange, logBytes, paddingRanges } from "./store-checks.ts";
@@ -161,27 +162,7 @@ async function run(seed: number, opts: SimOptions, trace: string[] | null): Prom
   const masterTuning = tuning();
   const slaveTuning = tuning();
   const storeOptions = (dir: string, clock: ClockView, view: MemDiskView, readOnly: boolean): MessageStoreOptions => ({
-    dir,
-    segmentBytes,
-    flushDiskType: readOnly ? slaveFlush : masterFlush,
-    syncFlushTimeoutMs: 5000,
-    indexSlotNum: 16,
-    indexNum: 64,
-    maxMessageSizeBytes: 2048,
-    checkCrcOnRecover: true,
-    fileReservedTimeHours: 72,
-    deleteWhen: "04",
-    diskMaxUsedSpaceRatio: 0.99,
-    diskCriticalRatio: 0.999,
-    deleteCommitLogFilesIntervalMs: 3_600_000,
-    maxTransferBytesOnMessageInMemory: 256 * 1024,
-    maxTransferCountOnMessageInMemory: 32,
-    maxTransferBytesOnMessageInDisk: 64 * 1024,
-    maxTransferCountOnMessageInDisk: 8,
-    accessMessageInMemoryMaxRatio: 40,
-    accessMessageInMemoryMaxBytes: 1 << 30,
-    storeHost: parseHostAddress("10.0.0.1:10911"),
-    releaseColdIntervalMs: 3_600_000,
+    ...simStoreBase({ dir, segmentBytes, flushDiskType: readOnly ? slaveFlush : masterFlush, storeHost: "10.0.0.1:10911" }),
     ...(readOnly ? slaveTuning : masterTuning),
     readOnly,
     clock,
