@@ -240,6 +240,7 @@ export class BrokerController {
       log: scope("ha"),
       transport: this.#haTransport,
       clock: this.#clock,
+      epoch: () => this.#failover?.streamEpoch(),
     });
   }
 
@@ -601,6 +602,7 @@ export class BrokerController {
       transport: this.#haTransport,
       ...(this.#failover ? { beforeConnect: ((f) => () => f.reconcile(this.#master.addr))(this.#failover) } : {}),
       ...(this.#failover ? { replicaId: ((f) => () => f.replicaId)(this.#failover) } : {}),
+      ...(this.#failover ? { expectedEpoch: ((f) => () => f.followedEpoch())(this.#failover) } : {}),
     });
     this.#haClient.start();
     const sync = new SlaveSynchronize({

@@ -236,6 +236,18 @@ export class BrokerFailover {
     return Math.max(this.#o.broker["failover.minInSyncReplicas"] - 1, members - 1);
   }
 
+  /** As master: its epoch, sent to each replica first on the HA stream; undefined otherwise. */
+  streamEpoch(): number | undefined {
+    const e = this.#election;
+    return e?.role === "master" ? e.epoch : undefined;
+  }
+
+  /** As replica: the epoch of the master it follows; the HA stream of an older one is refused. */
+  followedEpoch(): number | undefined {
+    const e = this.#election;
+    return e?.role === "replica" ? e.master?.epoch : undefined;
+  }
+
   /** This replica's id in its group (assigned by etcd; undefined until then). */
   get replicaId(): number | undefined {
     return this.#replicaId;

@@ -51,6 +51,11 @@ export interface HAClientOptions {
    * ./transfer.ts) so the master counts its acknowledgements only while it is in sync.
    */
   replicaId?: () => number | undefined;
+  /**
+   * Automatic failover: the epoch of the master this replica follows. The master must send an
+   * epoch frame before any data, of this epoch or newer; otherwise the stream is refused.
+   */
+  expectedEpoch?: () => number | undefined;
 }
 
 export interface HAClientStatus {
@@ -79,6 +84,8 @@ interface Link {
   decoder: ChunkDecoder;
   records: RecordStream;
   closed: boolean;
+  /** The epoch the master sent (automatic failover), undefined until then. */
+  epoch: number | undefined;
   /**
    * Report bytes the socket did not take (it takes what fits): sent on drain, before anything
    * newer, so the master never reads half a report followed by another one.
@@ -210,6 +217,7 @@ export class HAClient {
       decoder: new ChunkDecoder(),
       records: new RecordStream(store.commitLog.segmentBytes, empty ? null : store.maxPhyOffset, this.#acceptDamageAt),
       closed: false,
+      epoch: undefined,
       unsent: null,
     };
     let timer: TimerHandle | undefined;
@@ -286,6 +294,9 @@ export class HAClient {
     const store = this.#o.store;
     let applied = false;
     for (const f of frames) {
+      const refused = this.#checkEpoch(link, f);
+      if (refused !== null) return this.#broken(link, refused);
+      if (f.epoch !== undefined) continue;
       const r = link.records.feed(f.offset, f.data);
       // Verified records before a fault are written even when the stream then breaks.
       for (const a of r.appends) {
@@ -317,6 +328,17 @@ export class HAClient {
       }
     }
     if (applied) this.#report(link);
+  }
+
+  /** Failover: an epoch frame older than expected, or data before any epoch frame, is refused. */
+  #checkEpoch(link: Link, f: { epoch?: number; data: Uint8Array }): string | null {
+    const expected = this.#o.expectedEpoch?.();
+    if (f.epoch !== undefined) {
+      link.epoch = f.epoch;
+      return expected !== undefined && f.epoch < expected ? `the master streams as epoch ${f.epoch}, older than epoch ${expected} this replica follows` : null;
+    }
+    if (expected !== undefined && link.epoch === undefined && f.data.length > 0) return "the master sent data before its epoch";
+    return null;
   }
 
   #broken(link: Link, why: string): void {

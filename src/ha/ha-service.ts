@@ -13,7 +13,7 @@ import { systemClock, type Clock, type TimerHandle } from "../common/clock.ts";
 import type { Logger } from "../common/log.ts";
 import { MESSAGE_MAGIC_CODE, readPhysicalOffset, readStoreTimestamp, readTotalSize } from "../common/message-record.ts";
 import type { MessageStore } from "../commitlog/index.ts";
-import { encodeChunkHeader, HA_HEADER_SIZE, ReportDecoder } from "./transfer.ts";
+import { encodeChunkHeader, encodeEpochFrame, HA_HEADER_SIZE, ReportDecoder } from "./transfer.ts";
 import { tcpTransport, type HaListener, type HaSocket, type HaSocketEvents, type HaTransport } from "./transport.ts";
 import { allocUninitialized } from "../common/bytes.ts";
 
@@ -30,6 +30,11 @@ export interface HAServiceOptions {
   transport?: HaTransport;
   /** Default: the system clock (test/sim passes simulated time). */
   clock?: Clock;
+  /**
+   * Automatic failover: this master's epoch, sent first to every slave that names itself (an
+   * epoch frame, ./transfer.ts); undefined while it is not master.
+   */
+  epoch?: () => number | undefined;
 }
 
 /** Chunks up to this size are copied behind their header and written at once. */
@@ -241,7 +246,10 @@ export class HAService {
     const offset = c.decoder.feed(chunk);
     if (c.decoder.replicaId !== undefined && c.replicaId !== c.decoder.replicaId) {
       c.replicaId = c.decoder.replicaId;
-      this.#o.log.info(`slave ${c.addr} is replica ${c.replicaId}`);
+      const epoch = this.#o.epoch?.();
+      this.#o.log.info(`slave ${c.addr} is replica ${c.replicaId}${epoch !== undefined ? `; streaming as master of epoch ${epoch}` : ""}`);
+      // Before any data (the first offset report, applied below, starts the stream).
+      if (epoch !== undefined) this.#write(c, [encodeEpochFrame(epoch)]);
     }
     if (offset === undefined) return;
     c.lastReportAt = this.#clock.now();

@@ -32,8 +32,17 @@ function openStore(readOnly: boolean): MessageStore {
   return s;
 }
 
-function master(store: MessageStore, batchBytes = 32 * 1024): HAService {
-  const ha = new HAService({ host: "127.0.0.1", port: 0, batchBytes, heartbeatMs: 200, idleTimeoutMs: 5000, slaveFallbehindMaxBytes: 1 << 30, log });
+function master(store: MessageStore, batchBytes = 32 * 1024, epoch?: number): HAService {
+  const ha = new HAService({
+    host: "127.0.0.1",
+    port: 0,
+    batchBytes,
+    heartbeatMs: 200,
+    idleTimeoutMs: 5000,
+    slaveFallbehindMaxBytes: 1 << 30,
+    log,
+    ...(epoch !== undefined ? { epoch: () => epoch } : {}),
+  });
   ha.start();
   ha.attachStore(store);
   store.onAppend = () => ha.notifyNewData();
@@ -41,7 +50,7 @@ function master(store: MessageStore, batchBytes = 32 * 1024): HAService {
   return ha;
 }
 
-function slave(store: MessageStore, addr: () => string | undefined, replicaId?: number): HAClient {
+function slave(store: MessageStore, addr: () => string | undefined, replicaId?: number, expectedEpoch?: number): HAClient {
   const c = new HAClient({
     store,
     masterHaAddr: addr,
@@ -50,6 +59,7 @@ function slave(store: MessageStore, addr: () => string | undefined, replicaId?: 
     reconnectMs: 50,
     log,
     ...(replicaId !== undefined ? { replicaId: () => replicaId } : {}),
+    ...(expectedEpoch !== undefined ? { expectedEpoch: () => expectedEpoch } : {}),
   });
   c.start();
   cleanups.push(() => c.stop());
@@ -129,6 +139,20 @@ describe("HA in process", () => {
     expect(await ha.waitForAck(m.maxPhyOffset, 3000, 2, (id) => id === 1 || id === 2)).toBe("OK");
     // A slave that never named itself does not count for an eligible wait.
     expect(await ha.waitForAck(m.maxPhyOffset, 300, 1, (id) => id === undefined)).toBe("NO_SLAVE");
+  });
+
+  test("failover: a replica takes the stream of a master of its epoch, and refuses an older one", async () => {
+    const m = openStore(false);
+    await send(m, 20);
+    const ha = master(m, 32 * 1024, 3);
+    const current = openStore(true);
+    slave(current, () => `127.0.0.1:${ha.port}`, 1, 3);
+    await until(() => current.maxPhyOffset === m.maxPhyOffset, "the replica of epoch 3 to catch up");
+    const ahead = openStore(true);
+    const refusing = slave(ahead, () => `127.0.0.1:${ha.port}`, 2, 4);
+    await until(() => refusing.status().streamErrors >= 2, "the replica of epoch 4 to refuse the stream");
+    expect(refusing.status().lastStreamError).toContain("the master streams as epoch 3, older than epoch 4");
+    expect(ahead.maxPhyOffset).toBe(0);
   });
 
   test("lag: the master measures the age of the first unacknowledged record; the slave from polled master offsets", async () => {

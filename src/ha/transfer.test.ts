@@ -7,6 +7,7 @@ import { fuzzIterations, fuzzSeed, parseHexFixture, prng } from "../../test/harn
 import {
   ChunkDecoder,
   encodeChunkHeader,
+  encodeEpochFrame,
   encodeIdentity,
   encodeReport,
   HA_CHUNK_MAX_BYTES,
@@ -84,6 +85,26 @@ describe("ChunkDecoder", () => {
         if (!Array.isArray(r)) break;
         p += n;
       }
+    }
+  });
+});
+
+describe("epoch frames (automatic failover)", () => {
+  test("an epoch frame before the chunks is decoded in any split, its low word intact", () => {
+    expect(hex(encodeEpochFrame(7))).toBe("ffffffff0000000700000000");
+    const bytes = Buffer.concat([encodeEpochFrame(0xfffffffe), encodeChunkHeader(100, 3), Buffer.from("abc")]);
+    for (let i = 0; i <= bytes.length; i++) {
+      const d = new ChunkDecoder();
+      const got: Chunk[] = [];
+      for (const part of [bytes.subarray(0, i), bytes.subarray(i)]) {
+        const r = d.feed(part);
+        if (!Array.isArray(r)) throw new Error(r.invalid);
+        for (const c of r) got.push({ ...c, data: c.data.slice() });
+      }
+      expect(got.map((c) => [c.offset, c.epoch, Buffer.from(c.data).toString()])).toEqual([
+        [-1, 0xfffffffe, ""],
+        [100, undefined, "abc"],
+      ]);
     }
   });
 });

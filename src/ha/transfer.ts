@@ -19,6 +19,12 @@
  *   +--------------------------------+----------------+------------------------------+
  *   n = 0 is a heartbeat. A chunk never crosses a CommitLog segment end.
  *
+ * With automatic failover, to a slave that named itself, first: its epoch (a slave refuses the
+ * stream of a master of an older epoch than the one it follows):
+ *   +----------------+----------------+----------+
+ *   | 0xFFFFFFFF (4) | epoch (4)      | 0 (4)    |
+ *   +----------------+----------------+----------+
+ *
  * Invariants the slave checks: n ≤ HA_CHUNK_MAX_BYTES (here); each chunk continues the stream
  * exactly and holds verifiable records (./record-stream.ts). A violation means the stream is
  * broken: disconnect and resume from the slave's offset.
@@ -102,6 +108,17 @@ export interface Chunk {
   offset: number;
   /** A view into the input when the chunk arrived in one piece: use it before the next feed. */
   data: Uint8Array;
+  /** An epoch frame (automatic failover): the master's epoch; offset is -1 and data empty. */
+  epoch?: number;
+}
+
+/** The epoch frame of a master of `epoch` (layout at the top of this file). */
+export function encodeEpochFrame(epoch: number): Uint8Array {
+  const b = new Uint8Array(HA_HEADER_SIZE);
+  const v = new DataView(b.buffer);
+  v.setUint32(0, IDENTITY_MARK);
+  v.setUint32(4, epoch >>> 0);
+  return b;
 }
 
 const EMPTY = new Uint8Array(0);
@@ -158,6 +175,14 @@ export class ChunkDecoder {
       }
       const offset = readOffset(hdr, at);
       const size = new DataView(hdr.buffer, hdr.byteOffset + at + 8, 4).getInt32(0);
+      if (size === 0 && offset >= IDENTITY_MARK * TWO_32) {
+        // Read as words: past 2^53 the offset as a number has lost its low bits.
+        const v = new DataView(hdr.buffer, hdr.byteOffset + at, 8);
+        if (v.getUint32(0) === IDENTITY_MARK) {
+          out.push({ offset: -1, data: EMPTY, epoch: v.getUint32(4) });
+          continue;
+        }
+      }
       if (size < 0 || size > HA_CHUNK_MAX_BYTES) {
         this.#broken = `HA chunk size ${size} out of range`;
         return { invalid: this.#broken };

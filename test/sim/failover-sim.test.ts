@@ -14,9 +14,16 @@ const STEPS = Number(process.env.SIM_STEPS ?? 1500);
 // written; its ack counted, r2 never had it; r1 crashed before flushing it and was elected again
 // without it. Now replicas name themselves on the HA stream (src/ha/transfer.ts) and
 // BrokerFailover.countsAck admits only members of the set.
-const PASSING = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 30];
+const PASSING = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 14, 15, 16, 17, 18, 19, 20, 30];
 // Open findings: real violations, skipped by name until fixed; each replays with its seed.
-const OPEN: Record<number, string> = {};
+const OPEN: Record<number, string> = {
+  // Met once the master's HA stream began with an epoch frame (a redrawn run): r0 crashed at
+  // 214132 and recovered keeping a torn, never-flushed range [212482, 212992) in the middle of its
+  // log (recovery keeps the valid records past it); it then replicated from 213501 on and ended
+  // byte-different from the master inside that range. Nothing acknowledged was lost (the master and
+  // r1 hold it), but reconcile compares epochs only, so a replica's own damage is never repaired.
+  12: "F4: a replica's own damaged range (torn in a crash, kept by recovery) is never repaired, so it stays byte-different from the master",
+};
 
 async function runSeed(seed: number): Promise<void> {
   process.stderr.write(`failover sim: SEED=${seed} (replay: SEED=${seed} npx bun test test/sim/failover-sim.test.ts)\n`);

@@ -285,6 +285,8 @@ class FailoverWorld {
       log: this.logger(`ha-${host}`),
       transport: this.net.endpoint(host, clock),
       clock,
+      // The failover below is made after the service (it needs the replica): read it late.
+      epoch: () => (rep as Partial<Replica>).failover?.streamEpoch(),
     });
     ha.start();
     ha.attachStore(store);
@@ -368,6 +370,7 @@ class FailoverWorld {
       transport: this.net.endpoint(r.host, r.clock),
       beforeConnect: () => r.failover.reconcile(r.master?.addr),
       replicaId: () => r.failover.replicaId,
+      expectedEpoch: () => r.failover.followedEpoch(),
     });
     r.client = client;
     client.start();
