@@ -654,6 +654,7 @@ export class BrokerController {
         confirmedOffset: () => ctx.store.maxPhyOffset,
         fetchEpochCache: (addr) => this.#fetchEpochCache(addr),
         truncate: (offset) => void ctx.store.truncateTail(offset),
+        recoveredDamage: () => (ctx.store.recovery?.abnormal ? ctx.store.recovery.corruptRanges[0]?.from : undefined),
       },
     });
     this.#failover = failover;

@@ -40,8 +40,18 @@ export interface FailoverRoles {
   confirmedOffset(): number;
   /** GET_BROKER_EPOCH_CACHE at a broker: its EpochEntryCache, or why not. */
   fetchEpochCache(addr: string): Promise<EpochEntryCache | { error: string }>;
-  /** Cuts this replica's CommitLog at `offset` (what is past it is kept aside). */
-  truncate(offset: number): void;
+  /**
+   * Cuts this replica's CommitLog at `offset` (what is past it is kept aside): "diverged", past the
+   * point it shares with the master (bytes the group never acknowledged); "damaged", at a range its
+   * own recovery found torn (the master's copy is fetched again).
+   */
+  truncate(offset: number, why: "diverged" | "damaged"): void;
+  /**
+   * Where the first range this start's crash recovery found damaged (torn, never flushed) begins,
+   * or undefined: recovery keeps the valid records past such a range, but a replica must not (its
+   * confirmed offset would count bytes it cannot serve).
+   */
+  recoveredDamage(): number | undefined;
 }
 
 /**
@@ -111,6 +121,13 @@ export class BrokerFailover {
 
   async #join(): Promise<void> {
     const o = this.#o;
+    const damage = this.#replicaId === undefined ? o.roles.recoveredDamage() : undefined;
+    if (damage !== undefined && damage < o.roles.confirmedOffset()) {
+      // Before the election: with a hole in its log this replica's confirmed offset would admit it
+      // to the sync state set, and it could be elected without the messages the hole held.
+      o.log.warn(`failover: recovery kept a damaged range at ${damage} (torn in a crash): cut there, the master's copy is fetched again`);
+      o.roles.truncate(damage, "damaged");
+    }
     try {
       this.#replicaId = await assignReplicaId(this.#kv, this.#prefix, o.storeDir);
     } catch (e) {
@@ -199,7 +216,7 @@ export class BrokerFailover {
     const dir = this.#o.storeDir;
     const localMax = this.#o.roles.confirmedOffset();
     const point = consistentPoint(readEpochs(dir), localMax, remote, cache.maxOffset);
-    if (point < localMax) this.#o.roles.truncate(point);
+    if (point < localMax) this.#o.roles.truncate(point, "diverged");
     writeEpochs(dir, remote);
     return null;
   }

@@ -222,7 +222,9 @@ class FailoverWorld {
   }
 
   dumpTrace(): void {
-    if (this.trace) process.stderr.write(`failover sim: trace of seed ${this.seed} (last 120 events):\n${this.trace.slice(-120).join("\n")}\n`);
+    // SIM_TRACE_ALL=1: the whole trace, not only its end.
+    const shown = this.trace?.slice(process.env.SIM_TRACE_ALL ? 0 : -120);
+    if (shown) process.stderr.write(`failover sim: trace of seed ${this.seed} (${shown.length} events):\n${shown.join("\n")}\n`);
   }
 
   cleanup(): void {
@@ -318,7 +320,8 @@ class FailoverWorld {
       registerAs: () => {},
       confirmedOffset: () => r.store.maxPhyOffset,
       fetchEpochCache: (addr) => this.fetchEpochCache(r, addr),
-      truncate: (offset) => this.truncate(r, offset),
+      truncate: (offset, why) => this.truncate(r, offset, why),
+      recoveredDamage: () => (r.store.recovery?.abnormal ? r.store.recovery.corruptRanges[0]?.from : undefined),
     };
   }
 
@@ -397,10 +400,11 @@ class FailoverWorld {
     });
   }
 
-  truncate(r: Replica, offset: number): void {
+  truncate(r: Replica, offset: number, why: "diverged" | "damaged"): void {
     const before = logBytes(r.store);
-    // F3: nothing acknowledged lies in the range cut.
-    for (const a of this.acks) {
+    // F3: nothing acknowledged lies in a range cut as diverged. A damaged range's cut drops this
+    // replica's copies of messages the master still holds (F2 checks every later master has them).
+    for (const a of why === "damaged" ? [] : this.acks) {
       if (a.phy + a.bytes.length <= offset || a.phy + a.bytes.length > before.length) continue;
       if (equalRange(a.bytes, before.subarray(a.phy), 0, a.bytes.length) < 0) {
         this.fail(`F3: r${r.idx} truncates its log at ${offset} (end ${before.length}), cutting message ${a.id} at ${a.phy}, acknowledged by r${a.by} at epoch ${a.epoch}`);
