@@ -29,7 +29,8 @@ export interface AdminFuzzReport {
   statuses: Map<number, number>;
   rawConnections: number;
   findings: string[];
-  refusedTokens: Set<string>;
+  /** Token → the request that carried it. */
+  refusedTokens: Map<string, string>;
   acceptedTokens: Set<string>;
 }
 
@@ -157,7 +158,10 @@ async function oneRequest(o: AdminFuzzOptions, ops: Operation[], i: number, out:
   if (status >= 500) out.findings.push(`${what}: HTTP ${status} ${text.slice(0, 200)}`);
   const path = new URL(req.url).pathname;
   if (!req.authorized && status >= 200 && status < 300 && path !== "/health") out.findings.push(`${what}: HTTP ${status} without the token`);
-  for (const t of req.tokens) (status >= 400 ? out.refusedTokens : out.acceptedTokens).add(t);
+  for (const t of req.tokens) {
+    if (status >= 400) out.refusedTokens.set(t, `${what}: HTTP ${status}`);
+    else out.acceptedTokens.add(t);
+  }
 }
 
 /** Broken HTTP over a raw socket: answered (any bytes) or closed within 5 s. */
@@ -199,7 +203,7 @@ async function rawRequest(o: AdminFuzzOptions, i: number, out: AdminFuzzReport):
 
 export async function fuzzAdminApi(o: AdminFuzzOptions): Promise<AdminFuzzReport> {
   const ops = await adminOperations(o.baseUrl, o.token);
-  const out: AdminFuzzReport = { inputs: 0, statuses: new Map(), rawConnections: 0, findings: [], refusedTokens: new Set(), acceptedTokens: new Set() };
+  const out: AdminFuzzReport = { inputs: 0, statuses: new Map(), rawConnections: 0, findings: [], refusedTokens: new Map(), acceptedTokens: new Set() };
   const worker = async (): Promise<void> => {
     while (out.inputs < o.inputs) {
       const i = out.inputs++;

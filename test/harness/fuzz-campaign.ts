@@ -8,7 +8,9 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { Producer, PullConsumer } from "rocketbun/client";
 import { createRequest, RequestCode, ResponseCode, type RemotingClient } from "../../src/remoting/index.ts";
+import { type Env, uniq, until } from "../client/support.ts";
 import { type AdminFuzzReport, fuzzAdminApi } from "./fuzz-admin.ts";
 import { FUZZ_TOKEN_PATTERN, fuzzRemotingPort, type RemotingFuzzReport } from "./fuzz-remoting.ts";
 import type { FrameFuzzNames } from "./fuzz-frames.ts";
@@ -50,24 +52,25 @@ export interface CampaignResult {
   remoting: Record<string, RemotingFuzzReport>;
   admin?: AdminFuzzReport;
   findings: string[];
-  refusedTokens: Set<string>;
+  /** Token → the refused request that carried it. */
+  refusedTokens: Map<string, string>;
 }
 
 /** Every port of `t` with `inputs` inputs each; ports run one after another, connections in parallel. */
 export async function fuzzPorts(t: PortTargets, seed: number, inputs: number, names: FrameFuzzNames & { fresh(): string }): Promise<CampaignResult> {
-  const out: CampaignResult = { remoting: {}, findings: [], refusedTokens: new Set() };
+  const out: CampaignResult = { remoting: {}, findings: [], refusedTokens: new Map() };
   let k = 0;
   for (const [name, port] of Object.entries(t.remoting)) {
     const r = await fuzzRemotingPort({ host: t.host, port, seed: seed + k++, inputs, concurrency: 16, names, frameTimeoutMs: FUZZ_FRAME_TIMEOUT_MS, frameSizeMaxBytes: t.frameSizeMaxBytes });
     out.remoting[name] = r;
     out.findings.push(...r.findings.map((f) => `${name}: ${f}`));
-    for (const tok of r.refusedTokens) out.refusedTokens.add(tok);
+    for (const [tok, how] of r.refusedTokens) out.refusedTokens.set(tok, `${name} ${how}`);
   }
   if (t.adminUrl !== undefined && t.adminPort !== undefined) {
     const a = await fuzzAdminApi({ baseUrl: t.adminUrl, host: t.host, port: t.adminPort, token: FUZZ_ADMIN_TOKEN, seed: seed + k, inputs, concurrency: 8, topics: FUZZ_TOPICS, fresh: names.fresh });
     out.admin = a;
     out.findings.push(...a.findings.map((f) => `admin: ${f}`));
-    for (const tok of a.refusedTokens) out.refusedTokens.add(tok);
+    for (const [tok, how] of a.refusedTokens) out.refusedTokens.set(tok, how);
   }
   return out;
 }
@@ -108,8 +111,8 @@ export async function sentinelState(wire: RemotingClient, brokerAddr: string, st
   return JSON.stringify({ queues, topic, offsets }, null, 1);
 }
 
-/** Topic and group names (broker and name server, through the admin API) that contain one of `tokens`. */
-export async function namesWithTokens(adminUrl: string, tokens: ReadonlySet<string>): Promise<string[]> {
+/** Topic and group names (broker and name server, through the admin API) that contain one of `tokens`, with how each token was refused. */
+export async function namesWithTokens(adminUrl: string, tokens: ReadonlyMap<string, string>): Promise<string[]> {
   const get = async <T>(path: string): Promise<T> => {
     const r = await fetch(`${adminUrl}${path}`, { headers: { authorization: `Bearer ${FUZZ_ADMIN_TOKEN}` } });
     if (!r.ok) throw new Error(`GET ${path}: HTTP ${r.status}`);
@@ -121,7 +124,9 @@ export async function namesWithTokens(adminUrl: string, tokens: ReadonlySet<stri
   names.push(...(await get<{ groups: string[] }>("/groups")).groups);
   const ns = await fetch(`${adminUrl}/namesrv/topics`, { headers: { authorization: `Bearer ${FUZZ_ADMIN_TOKEN}` } });
   if (ns.ok) names.push(...(((await ns.json()) as { topics?: string[] }).topics ?? []));
-  return names.filter((n) => (n.match(FUZZ_TOKEN_PATTERN) ?? []).some((t) => tokens.has(t)));
+  const out: string[] = [];
+  for (const n of names) for (const t of n.match(FUZZ_TOKEN_PATTERN) ?? []) if (tokens.has(t)) out.push(`${n} (${tokens.get(t)})`);
+  return out;
 }
 
 /** A one-line summary of a remoting report. */
@@ -133,4 +138,57 @@ export function describeRemoting(name: string, r: RemotingFuzzReport): string {
 export function describeAdmin(r: AdminFuzzReport): string {
   const statuses = [...r.statuses].sort((a, b) => a[0] - b[0]).map(([s, n]) => `${s}:${n}`).join(" ");
   return `admin: ${r.inputs} requests (${r.rawConnections} raw connections); statuses ${statuses}`;
+}
+
+/**
+ * Creates the sentinel topic (24 messages) with its group's committed offsets, and the topics
+ * the campaign plays with; returns the sentinel's state once consumerOffset.json holds it.
+ */
+export async function seedSentinel(env: Env): Promise<string> {
+  await env.createTopic(SENTINEL_TOPIC, 4);
+  for (const t of FUZZ_TOPICS) await env.createTopic(t, 4);
+  const p = await env.producer();
+  for (let i = 0; i < 24; i++) await p.send({ topic: SENTINEL_TOPIC, body: `sentinel-${i}`, tags: "S", keys: [`sk${i}`] });
+  for (let q = 0; q < 4; q++) {
+    const ext = { consumerGroup: SENTINEL_GROUP, topic: SENTINEL_TOPIC, queueId: String(q), commitOffset: String(q + 1) };
+    const r = await env.wire.invoke(env.brokerAddr, createRequest(RequestCode.UPDATE_CONSUMER_OFFSET, ext), 5000);
+    if (r.code !== ResponseCode.SUCCESS) throw new Error(`committing the sentinel's offsets: ${r.code} ${r.remark ?? ""}`);
+  }
+  // consumerOffset.json is written a moment after the commits.
+  return until(
+    async () => {
+      const state = await sentinelState(env.wire, env.brokerAddr, join(env.srv.dir, "store"));
+      return (JSON.parse(state) as { offsets?: unknown }).offsets ? state : null;
+    },
+    15_000,
+    "the sentinel group's offsets in consumerOffset.json",
+  );
+}
+
+/** A real send and pull through rocketbun/client on a topic made now; throws unless all 5 come back. */
+export async function sendAndPull(env: Env): Promise<void> {
+  const topic = uniq("AfterFuzz");
+  await env.createTopic(topic, 2);
+  const p = new Producer({ namesrv: env.namesrv, group: uniq("PG_after") });
+  await p.start();
+  const c = new PullConsumer({ namesrv: env.namesrv, group: uniq("CG_after"), fromWhere: "first" });
+  try {
+    const want = [0, 1, 2, 3, 4].map((i) => `after-${i}`);
+    for (const body of want) await p.send({ topic, body });
+    c.subscribe(topic, "*");
+    await c.start();
+    const got: string[] = [];
+    await until(
+      async () => {
+        for (const m of await c.poll(200)) got.push(new TextDecoder().decode(m.body));
+        return got.length >= want.length;
+      },
+      15_000,
+      () => `the messages sent after the campaign (have ${got.join(",")})`,
+    );
+    if (got.sort().join(",") !== want.join(",")) throw new Error(`pulled ${got.join(",")} after the campaign, sent ${want.join(",")}`);
+  } finally {
+    await c.shutdown();
+    await p.shutdown();
+  }
 }

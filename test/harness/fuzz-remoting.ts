@@ -13,7 +13,7 @@
  * server never decoded, or answered with a refusal, are collected so that the caller can check
  * that nothing was created by them (the tokens of ./fuzz-frames.ts).
  */
-import { type RemotingCommand, createRequest, encodeCommand, FLAG_ONEWAY, FLAG_RESPONSE, FrameDecoder, RequestCode, ResponseCode } from "../../src/remoting/index.ts";
+import { type RemotingCommand, createRequest, decodeCommand, encodeCommand, FLAG_ONEWAY, FLAG_RESPONSE, FrameDecoder, RequestCode, ResponseCode } from "../../src/remoting/index.ts";
 import { connectionRng, type Rng } from "./fuzz.ts";
 import { type FrameFuzzNames, type GeneratedFrame, malformedFrame, structuredFrame } from "./fuzz-frames.ts";
 
@@ -44,8 +44,8 @@ export interface RemotingFuzzReport {
   responseCodes: Map<number, number>;
   kinds: Map<string, number>;
   findings: string[];
-  /** Tokens only in frames never decoded or refused (SYSTEM_ERROR, not supported, illegal). */
-  refusedTokens: Set<string>;
+  /** Tokens only in frames never decoded or refused (SYSTEM_ERROR, not supported, illegal) → how. */
+  refusedTokens: Map<string, string>;
   /** Tokens in requests that were (or may have been) carried out. */
   acceptedTokens: Set<string>;
 }
@@ -78,11 +78,28 @@ function plan(o: RemotingFuzzOptions, rng: Rng, opaqueBase: number): Plan {
   for (let n = rng.int(1, 6); n > 0; n--) {
     frames.push(rng.bool(malformedShare) ? malformedFrame(rng, o.names, o.frameSizeMaxBytes) : structuredFrame(rng, o.names, opaqueBase + frames.length));
   }
-  const decoder = new FrameDecoder({ frameSizeMaxBytes: o.frameSizeMaxBytes });
-  const bytes = Buffer.concat(frames.map((f) => f.bytes));
-  const r = decoder.feed(new Uint8Array(bytes));
-  if (!Array.isArray(r)) return { frames, bytes, decoded: [], verdict: "invalid" };
-  return { frames, bytes, decoded: r, verdict: decoder.bufferedBytes > 0 ? "partial" : "whole" };
+  const bytes = new Uint8Array(Buffer.concat(frames.map((f) => f.bytes)));
+  return { frames, bytes, ...walkFrames(bytes, o.frameSizeMaxBytes) };
+}
+
+/**
+ * The frames of `bytes` in order, as the server cuts them (FrameDecoder's loop, one frame at a
+ * time): every frame before a bad one may have been processed, whatever the server's reads were
+ * (FrameDecoder drops the good frames of a read that ends in a bad one; an earlier read keeps them).
+ */
+function walkFrames(bytes: Uint8Array, frameSizeMaxBytes: number): Pick<Plan, "decoded" | "verdict"> {
+  const decoded: RemotingCommand[] = [];
+  let pos = 0;
+  while (bytes.length - pos >= 4) {
+    const length = new DataView(bytes.buffer, bytes.byteOffset + pos, 4).getUint32(0);
+    if (length < 4 || length + 4 > frameSizeMaxBytes) return { decoded, verdict: "invalid" };
+    if (bytes.length - pos - 4 < length) return { decoded, verdict: "partial" };
+    const c = decodeCommand(bytes.subarray(pos + 4, pos + 4 + length));
+    if ("invalid" in c) return { decoded, verdict: "invalid" };
+    decoded.push(c);
+    pos += 4 + length;
+  }
+  return { decoded, verdict: pos < bytes.length ? "partial" : "whole" };
 }
 
 interface Outcome {
@@ -150,10 +167,14 @@ function judge(p: Plan, o: Outcome, conn: number, report: RemotingFuzzReport): v
     }
     if (expectsAnswer(c) && !a && !o.closed && p.verdict === "whole") report.findings.push(`${where}: request code ${c.code} opaque ${c.opaque} never answered`);
     const refused = a !== undefined && REFUSALS.has(a.code) && expectsAnswer(c);
-    for (const t of tokens) (refused ? report.refusedTokens : report.acceptedTokens).add(t);
+    const how = `request code ${c.code} → ${a ? `${a.code} ${(a.remark ?? "").slice(0, 100)}` : "no answer"}`;
+    for (const t of tokens) {
+      if (refused) report.refusedTokens.set(t, how);
+      else report.acceptedTokens.add(t);
+    }
   }
   // Tokens of frames that never decoded were never seen by a processor.
-  for (const f of p.frames) for (const t of f.tokens) if (!seen.has(t)) report.refusedTokens.add(t);
+  for (const f of p.frames) for (const t of f.tokens) if (!seen.has(t)) report.refusedTokens.set(t, `never decoded (${f.kind})`);
 }
 
 async function oneConnection(o: RemotingFuzzOptions, conn: number, report: RemotingFuzzReport): Promise<number> {
@@ -194,7 +215,7 @@ export async function fuzzRemotingPort(o: RemotingFuzzOptions): Promise<Remoting
     responseCodes: new Map(),
     kinds: new Map(),
     findings: [],
-    refusedTokens: new Set(),
+    refusedTokens: new Map(),
     acceptedTokens: new Set(),
   };
   const worker = async (): Promise<void> => {

@@ -15,75 +15,32 @@
  * `SEED=<n>` replays a run, `FUZZ_ITERATIONS=<n>` sets the inputs per port (default 1500).
  */
 import { expect, test } from "bun:test";
-import { Producer, PullConsumer } from "rocketbun/client";
 import { fuzzIterations, fuzzSeed } from "../harness/fuzz.ts";
 import {
   describeAdmin,
   describeRemoting,
   FUZZ_CONFIG,
-  FUZZ_TOPICS,
   fuzzNames,
   fuzzPorts,
   namesWithTokens,
   rssKiB,
-  SENTINEL_GROUP,
-  SENTINEL_TOPIC,
+  seedSentinel,
+  sendAndPull,
   sentinelState,
 } from "../harness/fuzz-campaign.ts";
 import { fuzzHaPort } from "../harness/fuzz-ha.ts";
 import { brokerYaml, HaCluster } from "../harness/ha-cluster.ts";
 import { Env, uniq, until } from "../client/support.ts";
-import { createRequest, RequestCode, ResponseCode } from "../../src/remoting/index.ts";
 
 const SEED = fuzzSeed();
 const INPUTS = fuzzIterations(1500);
 const RSS_SECOND_HALF_MAX_KIB = 64 * 1024;
 const note = (s: string) => process.stderr.write(`fuzz-ports: ${s}\n`);
 
-async function seedSentinel(env: Env): Promise<void> {
-  await env.createTopic(SENTINEL_TOPIC, 4);
-  for (const t of FUZZ_TOPICS) await env.createTopic(t, 4);
-  const p = await env.producer();
-  for (let i = 0; i < 24; i++) await p.send({ topic: SENTINEL_TOPIC, body: `sentinel-${i}`, tags: "S", keys: [`sk${i}`] });
-  for (let q = 0; q < 4; q++) {
-    const r = await env.wire.invoke(env.brokerAddr, createRequest(RequestCode.UPDATE_CONSUMER_OFFSET, { consumerGroup: SENTINEL_GROUP, topic: SENTINEL_TOPIC, queueId: String(q), commitOffset: String(q + 1) }), 5000);
-    expect(r.code).toBe(ResponseCode.SUCCESS);
-  }
-}
-
-/** A real send and pull through rocketbun/client on a topic made after the campaign. */
-async function sendAndPull(env: Env): Promise<void> {
-  const topic = uniq("AfterFuzz");
-  await env.createTopic(topic, 2);
-  const p = new Producer({ namesrv: env.namesrv, group: uniq("PG_after") });
-  await p.start();
-  const c = new PullConsumer({ namesrv: env.namesrv, group: uniq("CG_after"), fromWhere: "first" });
-  try {
-    for (let i = 0; i < 5; i++) await p.send({ topic, body: `after-${i}` });
-    c.subscribe(topic, "*");
-    await c.start();
-    const got: string[] = [];
-    await until(async () => {
-      for (const m of await c.poll(200)) got.push(new TextDecoder().decode(m.body));
-      return got.length >= 5;
-    }, 15_000, "the 5 messages sent after the campaign");
-    expect(got.sort()).toEqual([0, 1, 2, 3, 4].map((i) => `after-${i}`));
-  } finally {
-    await c.shutdown();
-    await p.shutdown();
-  }
-}
-
 test(`fuzz every port of a standalone: ${INPUTS} inputs per port (seed ${SEED})`, async () => {
   note(`standalone SEED=${SEED} FUZZ_ITERATIONS=${INPUTS} (replay: SEED=${SEED} bun test test/integration/fuzz-ports.test.ts)`);
   await using env = await Env.start({ config: FUZZ_CONFIG });
-  await seedSentinel(env);
-  const storeDir = `${env.srv.dir}/store`;
-  // consumerOffset.json is written a moment after the commits: wait for the sentinel's entry.
-  const before = await until(async () => {
-    const state = await sentinelState(env.wire, env.brokerAddr, storeDir);
-    return (JSON.parse(state) as { offsets?: unknown }).offsets ? state : null;
-  }, 15_000, "the sentinel group's offsets in consumerOffset.json");
+  const before = await seedSentinel(env);
   const ports = env.srv.ports;
   const targets = { host: "127.0.0.1", remoting: { namesrv: ports.namesrv!, broker: ports.broker!, vip: ports.vip! }, adminUrl: env.srv.adminUrl, adminPort: ports.admin!, frameSizeMaxBytes: 262_144 };
   const names = fuzzNames(SEED);
@@ -103,8 +60,8 @@ test(`fuzz every port of a standalone: ${INPUTS} inputs per port (seed ${SEED})`
   const health = await fetch(`${env.srv.adminUrl}/health`);
   expect(health.status).toBe(200);
   expect(rss2 - rss1).toBeLessThan(RSS_SECOND_HALF_MAX_KIB);
-  expect(await sentinelState(env.wire, env.brokerAddr, storeDir)).toBe(before);
-  const refused = new Set([...first.refusedTokens, ...second.refusedTokens]);
+  expect(await sentinelState(env.wire, env.brokerAddr, `${env.srv.dir}/store`)).toBe(before);
+  const refused = new Map([...first.refusedTokens, ...second.refusedTokens]);
   expect(refused.size).toBeGreaterThan(0);
   expect(await namesWithTokens(env.srv.adminUrl, refused)).toEqual([]);
   await sendAndPull(env);
