@@ -94,3 +94,26 @@ test(`fuzz the HA port of a master and the remoting port of its slave (seed ${SE
   await cluster.send(topic, 20);
   expect(await cluster.caughtUp()).toBeGreaterThan(end);
 }, 120_000);
+
+test("the campaign's checks have teeth: a server that never answers, never closes, and fails with 500 is caught", async () => {
+  // Accepts every connection and ignores every byte.
+  const silent = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
+  const http = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    fetch: (req) =>
+      new URL(req.url).pathname === "/openapi.json"
+        ? Response.json({ paths: { "/topics/{topic}": { get: {}, delete: {} } } })
+        : new Response("boom", { status: 500 }),
+  });
+  try {
+    const remoting = await fuzzPorts({ host: "127.0.0.1", remoting: { silent: silent.port }, frameSizeMaxBytes: 262_144 }, SEED, 40, fuzzNames(SEED));
+    expect(remoting.findings.some((f) => f.includes("no answer to the probe"))).toBe(true);
+    expect(remoting.findings.some((f) => f.includes("kept the connection open"))).toBe(true);
+    const admin = await fuzzPorts({ host: "127.0.0.1", remoting: {}, adminUrl: `http://127.0.0.1:${http.port}`, adminPort: http.port!, frameSizeMaxBytes: 0 }, SEED, 30, fuzzNames(SEED));
+    expect(admin.findings.some((f) => f.includes("HTTP 500"))).toBe(true);
+  } finally {
+    silent.stop(true);
+    await http.stop(true);
+  }
+}, 60_000);
