@@ -17,6 +17,7 @@ import {
   type CampaignResult,
   describeAdmin,
   describeRemoting,
+  FUZZ_ADMIN_TOKEN,
   FUZZ_CONFIG,
   FUZZ_FRAME_TIMEOUT_MS,
   fuzzNames,
@@ -43,8 +44,18 @@ const ROUNDS = Math.max(1, Number(values.rounds));
 const SEED = Number(values.seed) >>> 0;
 const findings: string[] = [];
 
-function summarize(round: number, r: CampaignResult, rss: number, ms: number): void {
-  out(`round ${round + 1}/${ROUNDS}: ${(ms / 1000).toFixed(1)} s, RSS ${(rss / 1024).toFixed(1)} MiB`);
+/** The broker's heap and its topic and group counts: RSS that grows with accepted state is not a leak. */
+async function footprint(adminUrl: string): Promise<string> {
+  const get = async <T>(path: string): Promise<T> => (await fetch(`${adminUrl}${path}`, { headers: { authorization: `Bearer ${FUZZ_ADMIN_TOKEN}` } })).json() as Promise<T>;
+  const mib = (n: number) => `${(n / 1048576).toFixed(1)} MiB`;
+  const h = await get<{ memory: { heapUsedBytes: number; externalBytes: number; arrayBuffersBytes: number } }>("/health");
+  const topics = (await get<{ topics: unknown[] }>("/topics")).topics.length;
+  const groups = (await get<{ groups: unknown[] }>("/groups")).groups.length;
+  return `heap used ${mib(h.memory.heapUsedBytes)}, external ${mib(h.memory.externalBytes)}; ${topics} topics, ${groups} groups`;
+}
+
+function summarize(round: number, r: CampaignResult, rss: number, ms: number, extra = ""): void {
+  out(`round ${round + 1}/${ROUNDS}: ${(ms / 1000).toFixed(1)} s, RSS ${(rss / 1024).toFixed(1)} MiB${extra ? `, ${extra}` : ""}`);
   for (const [n, rep] of Object.entries(r.remoting)) out(`  ${describeRemoting(n, rep)}`);
   if (r.admin) out(`  ${describeAdmin(r.admin)}`);
   for (const f of r.findings.slice(0, 20)) out(`  FINDING ${f}`);
@@ -64,7 +75,7 @@ async function standalone(): Promise<void> {
     const t0 = Date.now();
     const r = await fuzzPorts(targets, SEED + round * 10, Math.ceil(INPUTS / ROUNDS), names);
     for (const [t, how] of r.refusedTokens) refused.set(t, how);
-    summarize(round, r, rssKiB(env.srv.proc.pid), Date.now() - t0);
+    summarize(round, r, rssKiB(env.srv.proc.pid), Date.now() - t0, await footprint(env.srv.adminUrl));
     if (env.srv.proc.exitCode !== null) throw new Error(`the standalone exited with ${env.srv.proc.exitCode}`);
   }
   if ((await fetch(`${env.srv.adminUrl}/health`)).status !== 200) findings.push("standalone: /health is not 200 after the campaign");
