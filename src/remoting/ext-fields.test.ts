@@ -91,6 +91,17 @@ describe("missing and malformed fields", () => {
     }
   });
 
+  test("an error quotes at most 64 characters of the value (found by the port fuzzer: a 200 KB field was echoed whole)", () => {
+    const huge = "x".repeat(200_000);
+    let message = "";
+    try {
+      reqInt({ n: huge }, "n");
+    } catch (e) {
+      message = e instanceof HeaderError ? e.message : "";
+    }
+    expect(message).toBe(`the custom field <n> is not an integer: ${"x".repeat(64)}… (200000 chars)`);
+  });
+
   test("only decimal integers are accepted, as Java's Integer.parseInt / Long.parseLong do", () => {
     // Number() would read these as 0, 16, 1000, 3 and 4; Java rejects every one of them.
     for (const bad of [" ", "\t", " 4", "4 ", "0x10", "1e3", "0b11", "4.0", "--1", "+"]) {

@@ -37,8 +37,16 @@ export function toInt(key: string, s: string): number {
     }
   }
   const n = ok ? Number(s) : NaN;
-  if (!Number.isInteger(n)) throw new HeaderError(`the custom field <${key}> is not an integer: ${s}`);
+  if (!Number.isInteger(n)) throw new HeaderError(`the custom field <${key}> is not an integer: ${quoted(s)}`);
   return n;
+}
+
+/** The longest piece of a client's value an error quotes (the remark and the log line). */
+const QUOTE_MAX_CHARS = 64;
+
+/** A client's value as an error quotes it: a 200 KB field must not become a 200 KB remark and log line. */
+function quoted(s: string): string {
+  return s.length <= QUOTE_MAX_CHARS ? s : `${s.slice(0, QUOTE_MAX_CHARS)}… (${s.length} chars)`;
 }
 
 export function reqInt(ext: ExtFields | undefined, key: string): number {

@@ -34,6 +34,11 @@ export function prng(seed: number) {
 
 export type Rng = ReturnType<typeof prng>;
 
+/** The generator of item `n` of a run (a connection, a request): the same whatever ran before it. */
+export function connectionRng(seed: number, n: number): Rng {
+  return prng((seed ^ Math.imul(n + 1, 0x9e3779b1)) >>> 0);
+}
+
 /** Parses an annotated hex fixture: `#` starts a comment, whitespace is ignored. */
 export function parseHexFixture(text: string): Uint8Array {
   const digits = text

@@ -50,6 +50,21 @@ describe("send processor", () => {
     expect(on.controller.info.topic("New")).toMatchObject({ readQueueNums: 4, writeQueueNums: 4, perm: 6 });
   });
 
+  test("a refused send to an unknown topic creates nothing; the first stored message creates it (found by the port fuzzer)", async () => {
+    await using b = InProcessBroker.start({ broker: { autoCreateTopicEnable: true, maxMessageSizeBytes: 1000 } });
+    // Each refused by a check after the topic lookup: queue id, body size, batch body, properties size.
+    expectCode(await b.call(sendV2Request("A1", "x", { queueId: 4 })), ResponseCode.SYSTEM_ERROR, "queueId[4] is illegal, A1 has 4 queues");
+    expectCode(await b.call(sendV2Request("A2", new Uint8Array(1001))), ResponseCode.MESSAGE_ILLEGAL, "maxMessageSizeBytes");
+    const badBatch = sendBatchRequest("A3", [{ body: "x" }]);
+    badBatch.body = badBatch.body!.subarray(0, badBatch.body!.length - 1);
+    expectCode(await b.call(badBatch), ResponseCode.MESSAGE_ILLEGAL, "batch body does not decode");
+    expect((await b.call(sendV2Request("A4", "x", { props: { BIG: "p".repeat(32_768) } }))).code).not.toBe(ResponseCode.SUCCESS);
+    for (const t of ["A1", "A2", "A3", "A4"]) expect(b.controller.info.topic(t)).toBeUndefined();
+    await b.ok(sendV2Request("A1", "x", { queueId: 3 }));
+    expect(b.controller.info.topic("A1")).toMatchObject({ readQueueNums: 4, writeQueueNums: 4, perm: 6 });
+    expect(b.controller.info.queueOffsets("A1")[3]!.maxOffset).toBe(1);
+  });
+
   test("queue id out of range is SYSTEM_ERROR; a read-only topic is NO_PERMISSION", async () => {
     await using b = InProcessBroker.start();
     await b.ok(createTopicRequest("S", 4));

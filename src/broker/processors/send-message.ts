@@ -22,6 +22,7 @@ import {
 } from "../../commitlog/index.ts";
 import {
   AUTO_CREATE_TOPIC,
+  defaultTopicConfig,
   dlqTopic,
   isNotAllowedSendTopic,
   RETRY_GROUP_TOPIC_PREFIX,
@@ -140,6 +141,12 @@ export interface SendInput {
 /** Refused before the store (the wire code and remark), or the store's result and the queue addressed. */
 export type SendOutcome = Refusal | { result: PutMessageResult; queueId: number };
 
+/** A send's topic: found, or planned (`create` makes it once the message is stored). */
+interface TopicTarget {
+  tc: TopicConfig;
+  create?: () => void;
+}
+
 /** A slave takes no writes (sends, send-backs, replies). */
 export function slaveRefusal(s: BrokerSettings): Refusal | null {
   if (s.brokerRole === "SLAVE")
@@ -205,7 +212,7 @@ export class SendMessageProcessor implements RequestProcessor {
     const ctx = this.#ctx;
     const target = this.#target(i);
     if ("code" in target) return target;
-    const { tc, queueId } = target;
+    const { tc, queueId, create } = target;
     const max = ctx.settings.maxMessageSizeBytes;
     if (i.body.length > max) {
       return {
@@ -218,22 +225,26 @@ export class SendMessageProcessor implements RequestProcessor {
       reqs = this.#batchRequests(i, queueId);
     } else {
       const props = parseProperties(i.header.properties);
-      if (isTransactionPrepare(props, i.header.sysFlag, i.header.reconsumeTimes)) return this.#prepare(i, queueId, props);
+      if (isTransactionPrepare(props, i.header.sysFlag, i.header.reconsumeTimes)) return this.#prepare(i, queueId, props, create);
       reqs = this.#singleRequest(i, tc, queueId, props);
     }
     if ("code" in reqs) return reqs;
     const result = await ctx.store.putMessages(reqs);
+    // An auto-created topic comes into being with its first stored message, so that a send
+    // refused by any check (queue id, size, batch body, properties, a full disk) creates nothing.
+    if (result.appended.length > 0) create?.();
     wakePulls(ctx, reqs, result);
     return { result, queueId };
   }
 
-  /** Role, topic name, topic (found or auto-created), queue id, writable; the queue to store in. */
-  #target(i: SendInput): { tc: TopicConfig; queueId: number } | Refusal {
+  /** Role, topic name, topic (found, or planned for auto-creation), queue id, writable; the queue to store in. */
+  #target(i: SendInput): TopicTarget & { queueId: number } | Refusal {
     const h = i.header;
     const refused = slaveRefusal(this.#ctx.settings) ?? this.#checkTopicName(h.topic);
     if (refused) return refused;
-    const tc = this.#findOrCreateTopic(h);
-    if ("code" in tc) return tc;
+    const found = this.#findOrPlanTopic(h);
+    if ("code" in found) return found;
+    const tc = found.tc;
     const queueNums = Math.max(tc.readQueueNums, tc.writeQueueNums);
     if (h.queueId >= queueNums) {
       return {
@@ -244,7 +255,8 @@ export class SendMessageProcessor implements RequestProcessor {
     if (!isWriteable(tc.perm)) {
       return { code: ResponseCode.NO_PERMISSION, remark: `the topic[${h.topic}] sending message is forbidden: its perm ${tc.perm} is not writable` };
     }
-    return { tc, queueId: h.queueId < 0 ? Math.floor(Math.random() * Math.max(1, tc.writeQueueNums)) : h.queueId };
+    const queueId = h.queueId < 0 ? Math.floor(Math.random() * Math.max(1, tc.writeQueueNums)) : h.queueId;
+    return found.create ? { tc, queueId, create: found.create } : { tc, queueId };
   }
 
   #batchRequests(i: SendInput, queueId: number): PutMessageRequest[] | Refusal {
@@ -269,7 +281,7 @@ export class SendMessageProcessor implements RequestProcessor {
    * END_TRANSACTION or a check-back decides. The answer names the producer's queue and the half
    * queue offset, which END_TRANSACTION sends back as tranStateTableOffset.
    */
-  async #prepare(i: SendInput, queueId: number, props: Record<string, string>): Promise<SendOutcome> {
+  async #prepare(i: SendInput, queueId: number, props: Record<string, string>, create: (() => void) | undefined): Promise<SendOutcome> {
     const ctx = this.#ctx;
     const h = i.header;
     if (!this.#tx) {
@@ -281,7 +293,10 @@ export class SendMessageProcessor implements RequestProcessor {
     const wait = props[MessageConst.WAIT] !== "false";
     const req = this.#tx.prepare(this.#request(h, h.topic, queueId, h.flag, i.body, withoutWait(props), i.bornHost, wait), h.producerGroup);
     const result = await ctx.store.putMessages([req]);
-    if (result.appended.length > 0) ctx.stats.recordPut(1, i.body.length, h.topic);
+    if (result.appended.length > 0) {
+      create?.();
+      ctx.stats.recordPut(1, i.body.length, h.topic);
+    }
     return { result, queueId };
   }
 
@@ -373,21 +388,28 @@ export class SendMessageProcessor implements RequestProcessor {
     return null;
   }
 
-  #findOrCreateTopic(h: SendHeader): TopicConfig | Refusal {
+  /**
+   * The topic, or the one Java's send would auto-create (the checks see its queues and perm as
+   * Java's do), with `create` to make it once the message is stored.
+   */
+  #findOrPlanTopic(h: SendHeader): TopicTarget | Refusal {
     const ctx = this.#ctx;
     const existing = ctx.topics.get(h.topic);
-    if (existing) return existing;
+    if (existing) return { tc: existing };
+    const plan = (queueNums: number, perm: number): TopicTarget => ({
+      tc: { ...defaultTopicConfig(h.topic), readQueueNums: queueNums, writeQueueNums: queueNums, perm },
+      create: () => void ctx.createTopicIfAbsent(h.topic, queueNums, perm),
+    });
     if (h.topic.startsWith(RETRY_GROUP_TOPIC_PREFIX)) {
       // Java's createTopicInSendMessageBackMethod: a retry topic is created on demand (1 queue
       // unless the group asks for more), whatever autoCreateTopicEnable says.
       const group = ctx.groups.findOrCreate(h.topic.slice(RETRY_GROUP_TOPIC_PREFIX.length), ctx.settings.autoCreateSubscriptionGroup);
-      return ctx.createTopicIfAbsent(h.topic, Math.max(1, group?.retryQueueNums ?? 1), PermName.READ | PermName.WRITE);
+      return plan(Math.max(1, group?.retryQueueNums ?? 1), PermName.READ | PermName.WRITE);
     }
     if (ctx.settings.autoCreateTopicEnable) {
       const def = ctx.topics.get(h.defaultTopic);
       if (def && (def.perm & PermName.INHERIT) !== 0) {
-        const nums = Math.max(1, Math.min(h.defaultTopicQueueNums, def.writeQueueNums));
-        return ctx.createTopicIfAbsent(h.topic, nums, def.perm & ~PermName.INHERIT);
+        return plan(Math.max(1, Math.min(h.defaultTopicQueueNums, def.writeQueueNums)), def.perm & ~PermName.INHERIT);
       }
     }
     return {
