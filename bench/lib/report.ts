@@ -21,6 +21,9 @@ export interface ReportInput {
   rocketbun: Result[];
   peers: Row[];
   peersNote: string;
+  /** --rocketmq rows (bench/lib/rocketmq-peer.ts): the Java client against RocketBun and Apache RocketMQ. */
+  rocketmq?: Result[];
+  rocketmqNote?: string;
   profileDir: string | null;
 }
 
