@@ -341,8 +341,7 @@ function rebuild(file: string): Report {
     rocketbun: j.rocketbun as Result[],
     peers: j.peers as Record<string, unknown>[],
     peersNote: String(j.peers_note),
-    rocketmq: (j.rocketmq as Result[] | undefined) ?? [],
-    rocketmqNote: String(j.rocketmq_note ?? "not run"),
+    ...(Array.isArray(j.rocketmq) ? { rocketmq: j.rocketmq as Result[], rocketmqNote: String(j.rocketmq_note) } : {}),
     profileDir: null,
   });
   writeReport(file.replace(/\.json$/, ""), report);
@@ -374,7 +373,7 @@ export async function main(argv: string[]): Promise<Report> {
   let peerRows: Record<string, unknown>[] = [];
   let peersNote = "not run (--no-peers)";
   let rocketmq: Result[] = [];
-  let rocketmqNote = "not run (no --rocketmq)";
+  let rocketmqNote = "not run";
   try {
     rocketbun = await runRocketbun(a, p, tmp, profDir);
     if (a.rocketmq) ({ rows: rocketmq, note: rocketmqNote } = await rocketmqRuns(a, a.rocketmq, p, tmp));
@@ -404,8 +403,7 @@ export async function main(argv: string[]): Promise<Report> {
     rocketbun,
     peers: peerRows,
     peersNote,
-    rocketmq,
-    rocketmqNote,
+    ...(a.rocketmq ? { rocketmq, rocketmqNote } : {}),
     profileDir: profDir,
   });
   const base = join(a.out, stamp);

@@ -5,8 +5,10 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { int, mib, ms, num, one, pct, ratio } from "./format.ts";
 import type { WorkloadParams } from "./measure.ts";
 import { peersHarness } from "./peers.ts";
+import { rocketmqSection } from "./report-rocketmq.ts";
 import type { Result } from "./workloads.ts";
 
 type Row = Record<string, unknown>;
@@ -39,13 +41,6 @@ const PEERS = [
   { id: "redis-streams", label: "Redis Streams" },
 ] as const;
 
-const num = (v: unknown): number => (typeof v === "number" && Number.isFinite(v) ? v : NaN);
-const int = (v: number) => (Number.isFinite(v) ? Math.round(v).toLocaleString("en-US") : "–");
-const ms = (v: number) => (!Number.isFinite(v) ? "–" : v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v >= 1 ? v.toFixed(2) : v.toFixed(3));
-const mib = (v: number) => (Number.isFinite(v) ? `${(v / 1048576).toFixed(0)} MiB` : "–");
-const one = (v: number) => (Number.isFinite(v) ? v.toFixed(1) : "–");
-const ratio = (v: number) => (Number.isFinite(v) ? `${v >= 10 ? v.toFixed(0) : v.toFixed(2)}×` : "–");
-const pct = (v: number) => (Number.isFinite(v) ? `${(v * 100).toFixed(v < 0.1 ? 1 : 0)}%` : "–");
 
 /**
  * Redis `appendfsync always` W1, the yardstick for W1s: this run's figure when the peers' run measured it
@@ -354,6 +349,8 @@ export function buildReport(input: ReportInput): Report {
     );
   }
   p();
+  const java = input.rocketmq === undefined ? null : rocketmqSection(input.rocketmq, input.rocketmqNote ?? "not run");
+  if (java) out.push(...java.markdown);
   p("## Targets (issue 7)");
   p();
   p("| target | RocketBun | result |");
@@ -447,6 +444,7 @@ export function buildReport(input: ReportInput): Report {
     targets,
     rocketbun: input.rocketbun,
     peers: input.peers,
+    ...(java ? { rocketmq_note: input.rocketmqNote ?? null, rocketmq_table: java.table, rocketmq_targets: java.targets, rocketmq: input.rocketmq } : {}),
   };
   const svg = chart(input, m);
   const summary = [
@@ -455,6 +453,7 @@ export function buildReport(input: ReportInput): Report {
       .filter((x) => x.higherBetter || x.workload === "W3")
       .map((x) => `  ${x.workload} ${x.metric}: ${x.fmt(x.rb)}${peerCols.map((pc) => `  ${pc.label} ${x.fmt(x.peers[pc.id] ?? NaN)}`).join("")}`),
     ...targets.map((t) => `  target ${t.met === null ? "?" : t.met ? "ok" : "MISSED"}: ${t.target}: ${t.value} (${t.by})`),
+    ...(java?.summary ?? []),
   ].join("\n");
   return { json, markdown, svg, summary };
 }
