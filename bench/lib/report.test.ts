@@ -78,3 +78,18 @@ describe("report: the --rocketmq section", () => {
     expect(plain.json.rocketmq_table).toBeUndefined();
   });
 });
+
+describe("report: our client against Apache RocketMQ (--rocketmq)", () => {
+  test("an Apache column and ratio beside the peers, W1s included; absent without its rows", () => {
+    const apache = [
+      { peer: "apache-rocketmq-4.9.7", workload: "W1", msgs: 200_000, msgs_per_s: 20_000, ack_p99_ms: 8 },
+      { peer: "apache-rocketmq-4.9.7", workload: "W1s", msgs: 200_000, msgs_per_s: 15_000, ack_p99_ms: 6 },
+    ];
+    const r = buildReport(input(apache));
+    expect(r.markdown).toContain("| RocketMQ 4.9.7 | RB / 4.9.7 |");
+    expect(r.markdown).toContain("| W1s | msgs/s (SYNC_FLUSH) | 30,000 | 15,000 | 2.00× |");
+    expect(r.markdown).not.toContain("RocketMQ 5.3.3");
+    expect(r.svg).toContain("RocketMQ 4.9.7");
+    expect(buildReport(input([])).svg).not.toContain("RocketMQ");
+  });
+});

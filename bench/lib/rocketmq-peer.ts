@@ -75,7 +75,7 @@ interface Running {
 }
 
 /** One broker under test: its name server, its master, its store. */
-interface Rig {
+export interface Rig {
   namesrv: Running;
   broker: Running;
   storeDir: string;
@@ -187,7 +187,7 @@ function apacheBrokerProperties(port: number, namesrv: string, store: string, fl
 }
 
 /** Apache RocketMQ `version`: a name server and an ASYNC_MASTER broker with `flush` on a fresh store. */
-async function startApache(version: RocketmqVersion, dir: string, flush: FlushDiskType, p: WorkloadParams): Promise<Rig> {
+export async function startApache(version: RocketmqVersion, dir: string, flush: FlushDiskType, p: WorkloadParams): Promise<Rig> {
   const cp = mavenClasspath(`server-${version}`, ROCKETMQ_DIR);
   const nsHome = apacheHome(join(dir, "namesrv"));
   const brHome = apacheHome(join(dir, "broker"));
