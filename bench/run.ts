@@ -17,6 +17,10 @@
  *   --acl          broker.aclEnable with one admin account; every client signs (the cost of ACL)
  *   --no-collect   do not collect the client's garbage before each timed window (the peers' harness does not)
  *   --binary FILE  use this rocketbun binary instead of building one into the temp folder
+ *   --rocketmq[=V,V]  also Apache RocketMQ (default 4.9.7,5.3.3): RocketBun and each version under the same
+ *                  Java client (bench/lib/rocketmq-peer.ts: J1 J2 J4 J1s), then our client's W1–W4 and W1s
+ *                  against each version (bench/lib/rocketmq-ourclient.ts, columns beside NATS and Redis);
+ *                  skipped with one line without java/mvn
  *   --rebuild F.json  re-render F's .md, .svg (and .png) from its figures, measuring nothing
  *   BENCH_DIR      where the temp folder goes (default the OS temp folder, the disk the peers use too)
  *   BENCH_PEERS    the peers' harness (default ../shared/bench-peers beside the project); it runs from a
@@ -24,7 +28,8 @@
  *
  * Order: name server; master #1 (ASYNC_FLUSH, fresh store): warm-up, W1, W2 (drains W1), W3, W4, W5;
  * master #2 (SYNC_FLUSH, restarted on #1's store): warm-up, W1s; master #3 (ASYNC_FLUSH, fresh
- * store): W6; then the peers. Writes bench/results/<stamp>.json, .md and .svg.
+ * store): W6; with --rocketmq, the Java-client runs (RocketBun, then each Apache version) and our client
+ * against each Apache version; then the peers. Writes bench/results/<stamp>.json, .md and .svg.
  */
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir, totalmem } from "node:os";
@@ -44,6 +49,8 @@ import { diskUsage, fdatasyncProbe, round, rssBytes, sleep, STANDARD, type Workl
 import { peersCommand, readJsonl, runPeers } from "./lib/peers.ts";
 import { loadProfile, summarize, summaryMarkdown } from "./lib/profile.ts";
 import { buildReport, type Report } from "./lib/report.ts";
+import { ourClientOnApache } from "./lib/rocketmq-ourclient.ts";
+import { ROCKETMQ_VERSIONS, runRocketmqPeers, type RocketmqVersion } from "./lib/rocketmq-peer.ts";
 import {
   batchWorkload,
   drainWorkload,
@@ -74,6 +81,8 @@ export interface BenchArgs {
   rebuild: string | null;
   /** Collect the client's garbage before each timed window (default; --no-collect). */
   collect: boolean;
+  /** --rocketmq: the Apache RocketMQ versions to run beside RocketBun under the Java client; null = off. */
+  rocketmq: RocketmqVersion[] | null;
 }
 
 const ALL = ["W1", "W2", "W3", "W4", "W5", "W1s", "W6"];
@@ -99,6 +108,7 @@ export function parseBenchArgs(argv: string[]): BenchArgs {
     acl: false,
     rebuild: null,
     collect: true,
+    rocketmq: null,
   };
   const value = (i: number, x: string) => (x.includes("=") ? x.slice(x.indexOf("=") + 1) : argv[i + 1]);
   for (let i = 0; i < argv.length; i++) {
@@ -111,6 +121,7 @@ export function parseBenchArgs(argv: string[]): BenchArgs {
     else if (x === "--keep") a.keep = true;
     else if (x === "--acl") a.acl = true;
     else if (x === "--no-collect") a.collect = false;
+    else if (name === "--rocketmq") a.rocketmq = parseVersions(x.includes("=") ? x.slice(x.indexOf("=") + 1) : null);
     else if (name === "--only" || name === "--out" || name === "--peers-from" || name === "--binary" || name === "--rebuild") {
       const v = value(i, x);
       if (!v) throw new Error(`${name} needs a value`);
@@ -124,12 +135,20 @@ export function parseBenchArgs(argv: string[]): BenchArgs {
       else a.peersFrom = resolve(v);
     } else if (x === "--help" || x === "-h") {
       process.stdout.write(
-        "usage: bun bench/run.ts [--quick|--smoke] [--no-peers] [--peers-from all.jsonl] [--cpu-prof] [--only W1,W2,...] [--out DIR] [--keep] [--no-collect] [--binary FILE]\n",
+        "usage: bun bench/run.ts [--quick|--smoke] [--no-peers] [--peers-from all.jsonl] [--cpu-prof] [--only W1,W2,...] [--out DIR] [--keep] [--no-collect] [--binary FILE] [--rocketmq[=4.9.7,5.3.3]]\n",
       );
       process.exit(0);
     } else throw new Error(`unknown argument ${x}`);
   }
   return a;
+}
+
+/** `--rocketmq` alone: every version; `--rocketmq=4.9.7`: those named. */
+function parseVersions(v: string | null): RocketmqVersion[] {
+  if (v === null) return [...ROCKETMQ_VERSIONS];
+  const out = v.split(",").filter(Boolean);
+  for (const x of out) if (!(ROCKETMQ_VERSIONS as readonly string[]).includes(x)) throw new Error(`--rocketmq: unknown version ${x} (expected ${ROCKETMQ_VERSIONS.join(",")})`);
+  return out as RocketmqVersion[];
 }
 
 export function paramsFor(a: BenchArgs): WorkloadParams {
@@ -326,11 +345,31 @@ function rebuild(file: string): Report {
     rocketbun: j.rocketbun as Result[],
     peers: j.peers as Record<string, unknown>[],
     peersNote: String(j.peers_note),
+    ...(Array.isArray(j.rocketmq) ? { rocketmq: j.rocketmq as Result[], rocketmqNote: String(j.rocketmq_note) } : {}),
     profileDir: null,
   });
   writeReport(file.replace(/\.json$/, ""), report);
   log(`re-rendered ${file.replace(/\.json$/, "")}.md, .svg`);
   return report;
+}
+
+/** --rocketmq: the Java client against RocketBun (the run's binary) and Apache RocketMQ. */
+async function rocketmqRuns(
+  a: BenchArgs,
+  versions: RocketmqVersion[],
+  p: WorkloadParams,
+  tmp: string,
+): Promise<{ rows: Result[]; note: string; ours: Result[] }> {
+  let binary = a.binary ?? join(tmp, "rocketbun");
+  if (!existsSync(binary)) build((binary = join(tmp, "rocketbun")));
+  const r = await runRocketmqPeers(binary, versions, tmp, p, log);
+  if (r.rows.length === 0) {
+    log(`RocketMQ peers ${r.note}`);
+    return { ...r, ours: [] };
+  }
+  const ours: Result[] = [];
+  for (const v of versions) ours.push(...(await ourClientOnApache(v, tmp, p, log)));
+  return { ...r, ours };
 }
 
 export async function main(argv: string[]): Promise<Report> {
@@ -347,8 +386,13 @@ export async function main(argv: string[]): Promise<Report> {
   let rocketbun: Result[] = [];
   let peerRows: Record<string, unknown>[] = [];
   let peersNote = "not run (--no-peers)";
+  let rocketmq: Result[] = [];
+  let rocketmqNote = "not run";
+  /** --rocketmq: our client's W1–W4/W1s against Apache RocketMQ, reported as peers beside NATS and Redis. */
+  let apacheOurs: Result[] = [];
   try {
     rocketbun = await runRocketbun(a, p, tmp, profDir);
+    if (a.rocketmq) ({ rows: rocketmq, note: rocketmqNote, ours: apacheOurs } = await rocketmqRuns(a, a.rocketmq, p, tmp));
   } finally {
     if (!a.keep) rmSync(tmp, { recursive: true, force: true });
   }
@@ -373,8 +417,9 @@ export async function main(argv: string[]): Promise<Report> {
     mode: a.smoke ? "smoke" : a.quick ? "quick" : "standard",
     machine: machine(),
     rocketbun,
-    peers: peerRows,
-    peersNote,
+    peers: [...peerRows, ...apacheOurs],
+    peersNote: apacheOurs.length ? `${peersNote}; our client against Apache RocketMQ ${a.rocketmq!.join(", ")} (--rocketmq)` : peersNote,
+    ...(a.rocketmq ? { rocketmq, rocketmqNote } : {}),
     profileDir: profDir,
   });
   const base = join(a.out, stamp);

@@ -54,7 +54,7 @@ function collect(stream: ReadableStream<Uint8Array>): () => string {
   return () => text;
 }
 
-function canConnect(port: number): Promise<boolean> {
+export function canConnect(port: number): Promise<boolean> {
   return new Promise((res) => {
     const s = connect({ host: "127.0.0.1", port });
     s.once("connect", () => {

@@ -45,3 +45,51 @@ describe("report: W1s against Redis appendfsync always", () => {
     expect(markdown).toContain("not this run");
   });
 });
+
+describe("report: the --rocketmq section", () => {
+  const rows = (peer: string, k: number): ReportInput["peers"] => [
+    { peer, workload: "J1", msgs: 1000, msgs_per_s: 30_000 * k, ack_p50_ms: 1 / k, ack_p99_ms: 4 / k, ack_max_ms: 9 / k, server_cpu_us_per_msg: 20 / k },
+    { peer, workload: "J1s", msgs: 1000, msgs_per_s: 10_000 * k, ack_p50_ms: 3, ack_p99_ms: 8, ack_max_ms: 20 },
+    { peer, workload: "J2", msgs: 1000, msgs_per_s: 50_000 * k },
+    { peer, workload: "process", server_rss_idle_bytes: 400 * 1048576 / k, server_rss_load_bytes: 600 * 1048576 / k, broker_ready_ms: 3000 / k },
+  ];
+  const withJava = (r: ReportInput["peers"], note = "test note") => buildReport({ ...input([]), rocketmq: r as ReportInput["rocketbun"], rocketmqNote: note });
+
+  test("each figure beside Apache's, with the ratio RocketBun / Apache and the issue's targets", () => {
+    const r = withJava([...rows("rocketbun-java", 2), ...rows("apache-rocketmq-4.9.7", 1)]);
+    expect(r.markdown).toContain("| RocketBun | RocketMQ 4.9.7 | RB / 4.9.7 |");
+    expect(r.markdown).toContain("| J1 | msgs/s (send 1 KiB, ASYNC_FLUSH) | 60,000 | 30,000 | 2.00× |");
+    expect(r.markdown).toContain("| J1 | RT p99 (ms) | 2.00 | 4.00 | 0.50× |");
+    expect(r.markdown).toContain("| memory | broker RSS under load (peak during J1) | 300 MiB | 600 MiB | 0.50× |");
+    const targets = r.json.rocketmq_targets as { target: string; met: boolean | null; by: string }[];
+    const t = (prefix: string) => targets.find((x) => x.target.startsWith(prefix))!;
+    expect(t("send msgs/s, ASYNC_FLUSH").met).toBe(true);
+    expect(t("send RT p99, SYNC_FLUSH").met).toBe(true);
+    expect(t("broker RSS under load").met).toBe(false);
+    expect(t("broker RSS under load").by).toContain("missed: 0.40× of the goal (0.20×)");
+    expect(t("broker start to ready").met).toBe(false);
+    expect(r.summary).toContain("java J1 msgs/s (send 1 KiB, ASYNC_FLUSH): RocketBun 60,000  RocketMQ 4.9.7 30,000");
+  });
+
+  test("skipped (no java): the section says why; without the flag there is no section", () => {
+    expect(withJava([], "skipped: java not on the PATH").markdown).toContain("Not run: skipped: java not on the PATH.");
+    const plain = buildReport(input([]));
+    expect(plain.markdown).not.toContain("--rocketmq");
+    expect(plain.json.rocketmq_table).toBeUndefined();
+  });
+});
+
+describe("report: our client against Apache RocketMQ (--rocketmq)", () => {
+  test("an Apache column and ratio beside the peers, W1s included; absent without its rows", () => {
+    const apache = [
+      { peer: "apache-rocketmq-4.9.7", workload: "W1", msgs: 200_000, msgs_per_s: 20_000, ack_p99_ms: 8 },
+      { peer: "apache-rocketmq-4.9.7", workload: "W1s", msgs: 200_000, msgs_per_s: 15_000, ack_p99_ms: 6 },
+    ];
+    const r = buildReport(input(apache));
+    expect(r.markdown).toContain("| RocketMQ 4.9.7 | RB / 4.9.7 |");
+    expect(r.markdown).toContain("| W1s | msgs/s (SYNC_FLUSH) | 30,000 | 15,000 | 2.00× |");
+    expect(r.markdown).not.toContain("RocketMQ 5.3.3");
+    expect(r.svg).toContain("RocketMQ 4.9.7");
+    expect(buildReport(input([])).svg).not.toContain("RocketMQ");
+  });
+});

@@ -5,8 +5,11 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { int, mib, ms, num, one, pct, ratio } from "./format.ts";
 import type { WorkloadParams } from "./measure.ts";
 import { peersHarness } from "./peers.ts";
+import { rocketmqSection } from "./report-rocketmq.ts";
+import { apachePeerId, ROCKETMQ_VERSIONS } from "./rocketmq-peer.ts";
 import type { Result } from "./workloads.ts";
 
 type Row = Record<string, unknown>;
@@ -21,6 +24,9 @@ export interface ReportInput {
   rocketbun: Result[];
   peers: Row[];
   peersNote: string;
+  /** --rocketmq rows (bench/lib/rocketmq-peer.ts): the Java client against RocketBun and Apache RocketMQ. */
+  rocketmq?: Result[];
+  rocketmqNote?: string;
   profileDir: string | null;
 }
 
@@ -31,18 +37,18 @@ export interface Report {
   summary: string;
 }
 
+/** The peers' columns; the Apache ones only when `--rocketmq` ran our client against them (rocketmq-ourclient.ts). */
 const PEERS = [
-  { id: "nats-jetstream", label: "NATS JetStream" },
-  { id: "redis-streams", label: "Redis Streams" },
+  { id: "nats-jetstream", label: "NATS JetStream", short: "NATS", optional: false },
+  { id: "redis-streams", label: "Redis Streams", short: "Redis", optional: false },
+  ...ROCKETMQ_VERSIONS.map((v) => ({ id: apachePeerId(v), label: `RocketMQ ${v}`, short: v, optional: true })),
 ] as const;
 
-const num = (v: unknown): number => (typeof v === "number" && Number.isFinite(v) ? v : NaN);
-const int = (v: number) => (Number.isFinite(v) ? Math.round(v).toLocaleString("en-US") : "–");
-const ms = (v: number) => (!Number.isFinite(v) ? "–" : v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v >= 1 ? v.toFixed(2) : v.toFixed(3));
-const mib = (v: number) => (Number.isFinite(v) ? `${(v / 1048576).toFixed(0)} MiB` : "–");
-const one = (v: number) => (Number.isFinite(v) ? v.toFixed(1) : "–");
-const ratio = (v: number) => (Number.isFinite(v) ? `${v >= 10 ? v.toFixed(0) : v.toFixed(2)}×` : "–");
-const pct = (v: number) => (Number.isFinite(v) ? `${(v * 100).toFixed(v < 0.1 ? 1 : 0)}%` : "–");
+/** NATS and Redis always (a run without them shows dashes), the Apache columns only when measured. */
+function activePeers(rows: Row[]): (typeof PEERS)[number][] {
+  return PEERS.filter((p) => !p.optional || rows.some((r) => r.peer === p.id));
+}
+
 
 /**
  * Redis `appendfsync always` W1, the yardstick for W1s: this run's figure when the peers' run measured it
@@ -89,7 +95,9 @@ export function buildReport(input: ReportInput): Report {
   const rb = (w: string, k: string) => num(rbRow(w)?.[k]);
   const pr = (peer: string, w: string, k: string) => num(peerRow(peer, w)?.[k]);
   const machine = (w: string, k: string) => num(input.peers.find((r) => r.peer === "machine" && r.workload === w)?.[k]);
-  const peerVals = (w: string, k: string) => Object.fromEntries(PEERS.map((p) => [p.id, pr(p.id, w, k)]));
+  const peers = activePeers(input.peers);
+  const peerVals = (w: string, k: string) => Object.fromEntries(peers.map((p) => [p.id, pr(p.id, w, k)]));
+  const apacheVals = (w: string, k: string) => Object.fromEntries(peers.filter((p) => p.optional).map((p) => [p.id, pr(p.id, w, k)]));
 
   const seqMiB = machine("fio-seq-1m-buffered", "mib_per_s");
   const fsyncIops = machine("fio-4k-fdatasync", "iops");
@@ -126,7 +134,7 @@ export function buildReport(input: ReportInput): Report {
     const r = peer === null ? rbRow(w) : peerRow(peer, w);
     return (num(r?.client_cpu_s) * 1e6) / num(r?.msgs);
   };
-  const cpuPeers = (w: string, f: (peer: string | null, w: string) => number) => Object.fromEntries(PEERS.map((p) => [p.id, f(p.id, w)]));
+  const cpuPeers = (w: string, f: (peer: string | null, w: string) => number) => Object.fromEntries(peers.map((p) => [p.id, f(p.id, w)]));
   add({ workload: "W1", metric: "server CPU µs/msg", higherBetter: false, fmt: one, rb: cpuUs(null, "W1"), peers: cpuPeers("W1", cpuUs) });
   add({ workload: "W1", metric: "client CPU µs/msg", higherBetter: false, fmt: one, rb: clientUs(null, "W1"), peers: cpuPeers("W1", clientUs) });
   const redisAlways = redisAlwaysW1(pr("redis-streams-fsync-always", "W1", "msgs_per_s"));
@@ -137,7 +145,7 @@ export function buildReport(input: ReportInput): Report {
     higherBetter: true,
     fmt: int,
     rb: rb("W1s", "msgs_per_s"),
-    peers: {},
+    peers: apacheVals("W1s", "msgs_per_s"),
     ...(Number.isFinite(w1sFrac)
       ? { ceiling: { name: `${inflight} × ${int(fsyncIops)} fdatasync/s`, value: groupCommitCeiling, fraction: w1sFrac } }
       : {}),
@@ -145,7 +153,7 @@ export function buildReport(input: ReportInput): Report {
       ? `Redis appendfsync always, same run: ${int(redisAlways.value)} (${ratio(rb("W1s", "msgs_per_s") / redisAlways.value)}), ${one(cpuUs("redis-streams-fsync-always", "W1"))} µs server CPU/msg, ${one((pr("redis-streams-fsync-always", "W1", "device_flushes") * 1000) / pr("redis-streams-fsync-always", "W1", "msgs"))} device flushes / 1k msgs`
       : `Redis appendfsync always: ${int(redisAlways.value)} (${redisAlways.source}, not this run)`,
   });
-  add({ workload: "W1s", metric: "ack p99 (ms)", higherBetter: false, fmt: ms, rb: rb("W1s", "ack_p99_ms"), peers: {} });
+  add({ workload: "W1s", metric: "ack p99 (ms)", higherBetter: false, fmt: ms, rb: rb("W1s", "ack_p99_ms"), peers: apacheVals("W1s", "ack_p99_ms") });
   add({
     workload: "W1s",
     metric: "device flushes / 1k msgs",
@@ -339,7 +347,7 @@ export function buildReport(input: ReportInput): Report {
   p();
   const peerCols = PEERS.filter((x) => input.peers.some((r) => r.peer === x.id));
   p(
-    `| workload | metric | RocketBun | ${peerCols.map((x) => x.label).join(" | ")}${peerCols.length ? " | " : ""}${peerCols.map((x) => `RB / ${x.label.split(" ")[0]}`).join(" | ")}${peerCols.length ? " | " : ""}RB vs ceiling | notes |`,
+    `| workload | metric | RocketBun | ${peerCols.map((x) => x.label).join(" | ")}${peerCols.length ? " | " : ""}${peerCols.map((x) => `RB / ${x.short}`).join(" | ")}${peerCols.length ? " | " : ""}RB vs ceiling | notes |`,
   );
   p(`|---|---|---:|${peerCols.map(() => "---:|").join("")}${peerCols.map(() => "---:|").join("")}---|---|`);
   for (const x of m) {
@@ -351,6 +359,8 @@ export function buildReport(input: ReportInput): Report {
     );
   }
   p();
+  const java = input.rocketmq === undefined ? null : rocketmqSection(input.rocketmq, input.rocketmqNote ?? "not run");
+  if (java) out.push(...java.markdown);
   p("## Targets (issue 7)");
   p();
   p("| target | RocketBun | result |");
@@ -444,6 +454,7 @@ export function buildReport(input: ReportInput): Report {
     targets,
     rocketbun: input.rocketbun,
     peers: input.peers,
+    ...(java ? { rocketmq_note: input.rocketmqNote ?? null, rocketmq_table: java.table, rocketmq_targets: java.targets, rocketmq: input.rocketmq } : {}),
   };
   const svg = chart(input, m);
   const summary = [
@@ -452,14 +463,21 @@ export function buildReport(input: ReportInput): Report {
       .filter((x) => x.higherBetter || x.workload === "W3")
       .map((x) => `  ${x.workload} ${x.metric}: ${x.fmt(x.rb)}${peerCols.map((pc) => `  ${pc.label} ${x.fmt(x.peers[pc.id] ?? NaN)}`).join("")}`),
     ...targets.map((t) => `  target ${t.met === null ? "?" : t.met ? "ok" : "MISSED"}: ${t.target}: ${t.value} (${t.by})`),
+    ...(java?.summary ?? []),
   ].join("\n");
   return { json, markdown, svg, summary };
 }
 
 // ---------------------------------------------------------------- SVG chart
 
-const COLORS: Record<string, string> = { rocketbun: "#d9480f", "nats-jetstream": "#1971c2", "redis-streams": "#2f9e44" };
-const LABELS: Record<string, string> = { rocketbun: "RocketBun", "nats-jetstream": "NATS JetStream", "redis-streams": "Redis Streams" };
+const COLORS: Record<string, string> = {
+  rocketbun: "#d9480f",
+  "nats-jetstream": "#1971c2",
+  "redis-streams": "#2f9e44",
+  [apachePeerId("4.9.7")]: "#6741d9",
+  [apachePeerId("5.3.3")]: "#ae3ec9",
+};
+const LABELS: Record<string, string> = { rocketbun: "RocketBun", ...Object.fromEntries(PEERS.map((p) => [p.id, p.label])) };
 
 function esc(s: string): string {
   return s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
@@ -480,7 +498,7 @@ function chart(input: ReportInput, m: Metric[]): string {
     label,
     bars: [
       { series: "rocketbun", value: (x?.rb ?? NaN) / scale },
-      ...PEERS.map((p) => ({ series: p.id as string, value: (x?.peers[p.id] ?? NaN) / scale })),
+      ...activePeers(input.peers).map((p) => ({ series: p.id as string, value: (x?.peers[p.id] ?? NaN) / scale })),
     ].filter((b) => Number.isFinite(b.value)),
   });
   const k = (v: number) => (v >= 100 ? v.toFixed(0) : v.toFixed(1)) + "k";
@@ -533,7 +551,7 @@ function chart(input: ReportInput, m: Metric[]): string {
   // legend
   let lx = 20;
   y += 6;
-  for (const s of ["rocketbun", ...PEERS.map((p) => p.id)]) {
+  for (const s of ["rocketbun", ...activePeers(input.peers).map((p) => p.id)]) {
     parts.push(`<rect x="${lx}" y="${y}" width="12" height="12" fill="${COLORS[s]}"/>`);
     parts.push(`<text x="${lx + 16}" y="${y + 10}" font-size="12">${esc(LABELS[s] ?? s)}</text>`);
     lx += 150;

@@ -30,8 +30,8 @@ const built = new Map<string, string>();
  * Compiles the Maven project in test/interop/java/<name> (if it has sources) and returns its
  * runtime classpath (target/classes first). Cached per process, and on disk while pom.xml and the
  * sources are older than the last build. `base` names another folder of projects (the
- * benchmarks keep theirs beside their code, e.g. bench/failover/apache5); only projects in
- * test/interop/java may have sources, which live in its shared src/.
+ * benchmarks keep theirs beside their code, e.g. bench/failover/apache5). The projects in
+ * test/interop/java share one src/ beside them; a project elsewhere keeps its sources in its own src/.
  */
 export function mavenClasspath(name: string, base = JAVA_DIR): string {
   const dir = join(base, name);
@@ -40,7 +40,8 @@ export function mavenClasspath(name: string, base = JAVA_DIR): string {
   const cpFile = join(dir, "target", "classpath.txt");
   const classes = join(dir, "target", "classes");
   const hasSources = readFileSync(join(dir, "pom.xml"), "utf8").includes("<sourceDirectory>");
-  if (!existsSync(cpFile) || statSync(cpFile).mtimeMs < newestInputMtime(dir, hasSources)) {
+  const srcDir = base === JAVA_DIR ? join(JAVA_DIR, "src") : join(dir, "src");
+  if (!existsSync(cpFile) || statSync(cpFile).mtimeMs < newestInputMtime(dir, hasSources ? srcDir : null)) {
     const goals = hasSources ? ["compile", "dependency:build-classpath"] : ["dependency:build-classpath"];
     const r = Bun.spawnSync(["mvn", "-q", "-B", ...goals, `-Dmdep.outputFile=${cpFile}`], { cwd: dir, stdout: "pipe", stderr: "pipe" });
     if (r.exitCode !== 0) throw new Error(`mvn in ${dir} failed (${r.exitCode}):\n${r.stdout.toString()}\n${r.stderr.toString()}`);
@@ -51,11 +52,11 @@ export function mavenClasspath(name: string, base = JAVA_DIR): string {
   return cp;
 }
 
-function newestInputMtime(dir: string, withSources: boolean): number {
+function newestInputMtime(dir: string, srcDir: string | null): number {
   let newest = statSync(join(dir, "pom.xml")).mtimeMs;
-  if (withSources) {
-    for (const f of new Bun.Glob("**/*.java").scanSync({ cwd: join(JAVA_DIR, "src") })) {
-      newest = Math.max(newest, statSync(join(JAVA_DIR, "src", f)).mtimeMs);
+  if (srcDir) {
+    for (const f of new Bun.Glob("**/*.java").scanSync({ cwd: srcDir })) {
+      newest = Math.max(newest, statSync(join(srcDir, f)).mtimeMs);
     }
   }
   return newest;
