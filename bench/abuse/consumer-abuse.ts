@@ -4,7 +4,7 @@
  * runs until stdin closes, prints one JSON line of counters every second. The consumers are
  * test/harness/consumers.ts's.
  *
- *   dead    N consumers each sending 1,000 PULL_MESSAGE for TOPIC's queue 0 (a backlog of QUEUES
+ *   dead    N consumers each sending 5,000 PULL_MESSAGE for TOPIC's queue 0 (a backlog of QUEUES
  *           messages) and never reading; each the broker closes is replaced by a new one, so N
  *           stay dead for as long as the phase lasts
  *   parked  N long polls (15 s hold) over CONNECTIONS connections on TOPIC's QUEUES empty queues,
@@ -42,7 +42,7 @@ async function dead(): Promise<void> {
         continue;
       }
       live.add(d);
-      d.sendPulls({ group: "bench_dead_consumer", topic, queueId: 0, offset: 0, maxMsgNums: 32 }, 1000, queues);
+      d.sendPulls({ group: "bench_dead_consumer", topic, queueId: 0, offset: 0, maxMsgNums: 32 }, 5000, queues);
       while (!d.checkClosed() && !stopping) await Bun.sleep(50);
       live.delete(d);
       sentBytes += d.sentBytes;

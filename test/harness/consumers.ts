@@ -13,6 +13,7 @@
  *                  NOTIFY_CONSUMER_IDS_CHANGED the broker pushes is counted
  */
 import type { Socket } from "bun";
+import { readFileSync } from "node:fs";
 import { allocateAveragely } from "../../src/client/route.ts";
 import { jsonBytes, parseJsonBytes } from "../../src/common/json.ts";
 import { scope } from "../../src/common/log.ts";
@@ -90,19 +91,21 @@ export function newWireClient(onRequest?: (cmd: RemotingCommand) => void): Remot
  * A consumer that stops reading: connects, pauses its socket's reads, then writes `pulls`
  * requests for `spec`'s queue (offsets cycling over `backlog` messages in steps of maxMsgNums),
  * what the kernel does not take at once written on drain (writing goes on; only reading stopped).
- * A paused socket is not always told that the broker closed it, so `checkClosed()` finds out by
- * writing one more pull: on a closed connection that write fails.
+ * A paused socket is not told that the broker closed it (the broker's FIN waits behind the
+ * answers this side never reads), so `checkClosed()` asks the kernel for the broker's end of the
+ * connection (/proc/net/tcp: gone, or past ESTABLISHED once the broker closed it).
  */
 export class DeadConsumer {
   closed = false;
   sentBytes = 0;
   #socket: Socket<undefined> | undefined;
   #pending: Uint8Array = new Uint8Array(0);
-  #probe: Uint8Array = new Uint8Array(0);
+  #brokerPort = 0;
 
   static async open(addr: string): Promise<DeadConsumer> {
     const d = new DeadConsumer();
     const { host, port } = splitHostPort(addr);
+    d.#brokerPort = port;
     const gone = () => {
       d.closed = true;
     };
@@ -118,7 +121,6 @@ export class DeadConsumer {
   sendPulls(spec: PullSpec, pulls: number, backlog: number): void {
     const step = spec.maxMsgNums ?? 32;
     const frames = Array.from({ length: pulls }, (_, i) => encodeCommand(pullRequest({ ...spec, offset: (i * step) % Math.max(1, backlog) })));
-    this.#probe = frames[0] ?? this.#probe;
     this.#pending = Buffer.concat([this.#pending, ...frames]);
     this.#write();
   }
@@ -134,19 +136,28 @@ export class DeadConsumer {
     this.#pending = this.#pending.subarray(n);
   }
 
-  /** Whether the broker closed the connection (writes one more pull when everything was sent). */
+  /** Whether the broker closed the connection. */
   checkClosed(): boolean {
-    if (!this.closed && this.#pending.length === 0 && this.#probe.length > 0) {
-      this.#pending = this.#probe;
-      this.#write();
-    }
-    return this.closed || (this.#socket !== undefined && this.#socket.readyState <= 0);
+    if (!this.closed && this.#socket) this.closed = tcpState(this.#brokerPort, this.#socket.localPort) !== TCP_ESTABLISHED;
+    return this.closed;
   }
 
   close(): void {
     this.#socket?.terminate();
     this.closed = true;
   }
+}
+
+const TCP_ESTABLISHED = 1;
+
+/** The kernel's state (/proc/net/tcp `st`) of the 127.0.0.1 TCP socket from `localPort` to `remotePort`, or -1 when there is none. */
+function tcpState(localPort: number, remotePort: number): number {
+  const hex = (p: number) => `0100007F:${p.toString(16).toUpperCase().padStart(4, "0")}`;
+  for (const line of readFileSync("/proc/net/tcp", "utf8").split("\n")) {
+    const f = line.trim().split(/\s+/);
+    if (f[1] === hex(localPort) && f[2] === hex(remotePort)) return parseInt(f[3] ?? "", 16);
+  }
+  return -1;
 }
 
 export interface PollAnswer {

@@ -4,9 +4,12 @@
  * test/harness/consumers.ts.
  *
  *   dead       consumers that pull a backlog of 15 KB messages and never read their sockets
- *              (3 rounds of 8): the broker closes each once its answers pass
- *              connectionBufferMaxBytes (8 MiB here), its RSS stays under a bound every round,
- *              its sockets are released, and a consumer on another connection keeps receiving
+ *              (3 rounds of 8, see deadRound): once about 1 MiB of answers waits on one, its
+ *              further requests wait too; it is closed when 4,096 wait, when it goes quiet
+ *              (remoting.idleTimeoutMs), or when woken long polls' answers pass
+ *              connectionBufferMaxBytes (8 MiB here); the broker's RSS stays under a bound
+ *              every round, its sockets are released, and a consumer on another connection
+ *              keeps receiving
  *   parked     1,000 long polls over 10 connections on 100 empty queues: the 500 on queues that
  *              get a message are answered with it, the other 500 at their hold, none twice or
  *              never; RSS bounded, sends stay quick while they are parked
@@ -22,26 +25,75 @@
  * bench/abuse/consumers.ts measures them at full size.
  */
 import { describe, expect, test } from "bun:test";
-import { readdirSync } from "node:fs";
+import { readdirSync, readlinkSync } from "node:fs";
 import { randomBytes } from "node:crypto";
 import { cpuSeconds, rssBytes } from "../../bench/lib/measure.ts";
 import { allocateAveragely } from "../../src/client/route.ts";
 import { ResponseCode } from "../../src/remoting/index.ts";
+import type { Producer } from "rocketbun/client";
 import { Env, uniq, until } from "../client/support.ts";
 import { DeadConsumer, GroupMembers, ownershipProblems, ParkedPolls, pullRequest, readingConsumer } from "../harness/consumers.ts";
 
 const MiB = 1024 * 1024;
 /** remoting.connectionBufferMaxBytes of the dead-consumer test (test-min's 1 MiB is too small to show the queue's growth). */
 const LIMIT = 8 * MiB;
+/** remoting.idleTimeoutMs of the dead-consumer test: a dead peer that went quiet is closed by it. */
+const IDLE_MS = 2000;
+
+interface DeadRound {
+  during: number;
+  peak: number;
+  closedMs: number;
+}
+
+/**
+ * One round of 8 dead consumers: 3 pipelining 5,000 pulls of the backlog (closed once 4,096
+ * requests wait), 3 sending 20 and going quiet (closed at remoting.idleTimeoutMs), 2 parking 1,000
+ * long polls on an empty queue that then gets 40 messages (the woken answers pass
+ * connectionBufferMaxBytes). The reading consumer's rate meanwhile and the broker's RSS peak.
+ */
+async function deadRound(
+  env: Env,
+  t: { topic: string; backlog: number; empty: string; queueId: number; producer: Producer },
+  good: ReturnType<typeof readingConsumer>,
+): Promise<DeadRound> {
+  const dead = await Promise.all(Array.from({ length: 8 }, () => DeadConsumer.open(env.brokerAddr)));
+  const t0 = performance.now();
+  const group = uniq("DEAD");
+  dead.slice(0, 3).forEach((d) => d.sendPulls({ group, topic: t.topic, queueId: 0, offset: 0, maxMsgNums: 32 }, 5000, t.backlog));
+  dead.slice(3, 6).forEach((d) => d.sendPulls({ group, topic: t.topic, queueId: 0, offset: 0, maxMsgNums: 32 }, 20, t.backlog));
+  dead.slice(6).forEach((d) => d.sendPulls({ group, topic: t.empty, queueId: t.queueId, offset: 0, maxMsgNums: 32, suspendMs: 15_000 }, 1000, 1));
+  await Bun.sleep(300);
+  for (let i = 0; i < 40; i++) await t.producer.send({ topic: t.empty, body: randomBytes(15_000) }, { selector: (qs) => qs.find((m) => m.queueId === t.queueId)!, arg: 0 });
+  let peak = rss(env);
+  const sampler = setInterval(() => (peak = Math.max(peak, rss(env))), 20);
+  const allClosed = until(() => dead.every((d) => d.checkClosed()), 20_000, () => `the broker to close dead consumers ${dead.flatMap((d, i) => (d.closed ? [] : [i])).join(",")}${env.diag()}`);
+  const closedAt = allClosed.then(() => performance.now() - t0);
+  const during = await good.rateOver(1000);
+  const closedMs = await closedAt;
+  clearInterval(sampler);
+  for (const d of dead) d.close();
+  return { during, peak, closedMs };
+}
 const report = (what: string, figures: Record<string, number | string>) => process.stderr.write(`[slow-consumers] ${what} ${JSON.stringify(figures)}\n`);
-const fds = (pid: number) => readdirSync(`/proc/${pid}/fd`).length;
+/** The broker's open sockets (its store files come and go with the CommitLog's segments). */
+const sockets = (pid: number) =>
+  readdirSync(`/proc/${pid}/fd`).filter((fd) => {
+    try {
+      return readlinkSync(`/proc/${pid}/fd/${fd}`).startsWith("socket:");
+    } catch {
+      return false;
+    }
+  }).length;
 const rss = (env: Env) => rssBytes(env.srv.proc.pid) ?? NaN;
 
 describe("slow and dead consumers", () => {
-  test("consumers that stop reading are closed at connectionBufferMaxBytes; RSS bounded, sockets released; others keep receiving", async () => {
-    await using env = await Env.start({ config: { remoting: { connectionBufferMaxBytes: LIMIT } } });
+  test("consumers that stop reading: held, then closed; RSS bounded, sockets released; others keep receiving", async () => {
+    await using env = await Env.start({ config: { remoting: { connectionBufferMaxBytes: LIMIT, idleTimeoutMs: IDLE_MS } } });
     const topic = uniq("BACKLOG");
+    const empty = uniq("EMPTY");
     await env.createTopic(topic, 1);
+    await env.createTopic(empty, 3);
     const producer = await env.producer();
     const BACKLOG = 256;
     for (let i = 0; i < BACKLOG; i++) await producer.send({ topic, body: randomBytes(15_000) });
@@ -50,27 +102,13 @@ describe("slow and dead consumers", () => {
     try {
       const baseline = await good.rateOver(1500);
       const rss0 = rss(env);
-      const fds0 = fds(pid);
+      const sockets0 = sockets(pid);
       // Three rounds of 8: memory the allocator keeps after a round is reused by the next, so
       // every round stays under the same bound (a leak would grow past it).
-      const rounds: { during: number; peak: number; closedMs: number }[] = [];
-      for (let round = 0; round < 3; round++) {
-        const dead = await Promise.all(Array.from({ length: 8 }, () => DeadConsumer.open(env.brokerAddr)));
-        const t0 = performance.now();
-        for (const d of dead) d.sendPulls({ group: uniq("DEAD"), topic, queueId: 0, offset: 0, maxMsgNums: 32 }, 400, BACKLOG);
-        let peak = rss(env);
-        const sampler = setInterval(() => (peak = Math.max(peak, rss(env))), 20);
-        const allClosed = until(() => dead.every((d) => d.checkClosed()), 20_000, () => `the broker to close ${dead.filter((d) => !d.closed).length} dead consumers${env.diag()}`);
-        const closedAt = allClosed.then(() => performance.now() - t0);
-        const during = await good.rateOver(1000);
-        const closedMs = await closedAt;
-        clearInterval(sampler);
-        await until(() => fds(pid) <= fds0, 10_000, () => `the broker's open files to come back to ${fds0} (now ${fds(pid)})`);
-        rounds.push({ during, peak, closedMs });
-        for (const d of dead) d.close();
-      }
+      const rounds: DeadRound[] = [];
+      for (let round = 0; round < 3; round++) rounds.push(await deadRound(env, { topic, backlog: BACKLOG, empty, queueId: round, producer }, good));
+      await until(() => sockets(pid) <= sockets0, 10_000, () => `the broker's open sockets to come back to ${sockets0} (now ${sockets(pid)})`);
       const after = await good.rateOver(1500);
-      const rss1 = rss(env);
       report("dead", {
         limit_mib: LIMIT / MiB,
         baseline_msgs_s: Math.round(baseline),
@@ -79,12 +117,13 @@ describe("slow and dead consumers", () => {
         all_closed_ms: rounds.map((r) => Math.round(r.closedMs)).join(" "),
         rss0_mib: +(rss0 / MiB).toFixed(1),
         peak_mib: rounds.map((r) => (r.peak / MiB).toFixed(1)).join(" "),
-        rss_after_mib: +(rss1 / MiB).toFixed(1),
       });
-      expect(env.srv.output.err()).toContain("over connectionBufferMaxBytes");
-      // A connection's queue grows by doubling up to the limit (the old copies are garbage until
-      // collected): a few limits per dead peer at most, plus the backlog's mapped pages.
-      for (const r of rounds) expect(r.peak - rss0).toBeLessThan(8 * 4 * LIMIT + 16 * MiB);
+      const err = env.srv.output.err();
+      expect(err).toContain("waiting while it does not read its answers");
+      expect(err).toContain("over connectionBufferMaxBytes");
+      // Per dead peer: about 1 MiB of answers before its requests wait, or for the parkers
+      // connectionBufferMaxBytes (grown by doubling; old copies are garbage until collected).
+      for (const r of rounds) expect(r.peak - rss0).toBeLessThan(2 * 4 * LIMIT + 6 * 4 * MiB + 16 * MiB);
       expect(Math.min(...rounds.map((r) => r.during))).toBeGreaterThan(0);
       expect(after).toBeGreaterThan(0);
     } finally {
