@@ -92,7 +92,7 @@ export function newWireClient(onRequest?: (cmd: RemotingCommand) => void): Remot
  * requests for `spec`'s queue (offsets cycling over `backlog` messages in steps of maxMsgNums),
  * what the kernel does not take at once written on drain (writing goes on; only reading stopped).
  * A paused socket is not told that the broker closed it (the broker's FIN waits behind the
- * answers this side never reads), so `checkClosed()` asks the kernel for the broker's end of the
+ * answers this side never reads), so `DeadConsumer.checkClosed` asks the kernel for the broker's end of the
  * connection (/proc/net/tcp: gone, or past ESTABLISHED once the broker closed it).
  */
 export class DeadConsumer {
@@ -136,10 +136,16 @@ export class DeadConsumer {
     this.#pending = this.#pending.subarray(n);
   }
 
-  /** Whether the broker closed the connection. */
-  checkClosed(): boolean {
-    if (!this.closed && this.#socket) this.closed = tcpState(this.#brokerPort, this.#socket.localPort) !== TCP_ESTABLISHED;
-    return this.closed;
+  /**
+   * Marks those of `dead` the broker closed; true when all are. One read of /proc/net/tcp for
+   * all (it can hold tens of thousands of lines on a busy machine: call it seldom).
+   */
+  static checkClosed(dead: readonly DeadConsumer[]): boolean {
+    const open = dead.filter((d) => !d.closed && d.#socket);
+    if (open.length === 0) return true;
+    const states = tcpStates();
+    for (const d of open) d.closed = states.get(`${d.#brokerPort}>${d.#socket!.localPort}`) !== TCP_ESTABLISHED;
+    return dead.every((d) => d.closed);
   }
 
   close(): void {
@@ -150,14 +156,16 @@ export class DeadConsumer {
 
 const TCP_ESTABLISHED = 1;
 
-/** The kernel's state (/proc/net/tcp `st`) of the 127.0.0.1 TCP socket from `localPort` to `remotePort`, or -1 when there is none. */
-function tcpState(localPort: number, remotePort: number): number {
-  const hex = (p: number) => `0100007F:${p.toString(16).toUpperCase().padStart(4, "0")}`;
+/** The kernel's 127.0.0.1 TCP sockets (/proc/net/tcp): state by "localPort>remotePort". */
+function tcpStates(): Map<string, number> {
+  const out = new Map<string, number>();
+  const LOOPBACK = "0100007F:";
   for (const line of readFileSync("/proc/net/tcp", "utf8").split("\n")) {
     const f = line.trim().split(/\s+/);
-    if (f[1] === hex(localPort) && f[2] === hex(remotePort)) return parseInt(f[3] ?? "", 16);
+    if (!f[1]?.startsWith(LOOPBACK) || !f[2]?.startsWith(LOOPBACK)) continue;
+    out.set(`${parseInt(f[1].slice(9), 16)}>${parseInt(f[2].slice(9), 16)}`, parseInt(f[3] ?? "", 16));
   }
-  return -1;
+  return out;
 }
 
 export interface PollAnswer {
