@@ -82,7 +82,11 @@ class Abuser {
   readonly proc: Subprocess<"pipe", "pipe", "inherit">;
   last: Counters = {};
   constructor(args: (string | number)[]) {
-    const proc = Bun.spawn([process.execPath, join(PROJECT, "bench/abuse/consumer-abuse.ts"), ...args.map(String)], { stdin: "pipe", stdout: "pipe", stderr: "inherit" });
+    const proc = Bun.spawn([process.execPath, join(PROJECT, "bench/abuse/consumer-abuse.ts"), ...args.map(String)], {
+      stdin: "pipe",
+      stdout: "pipe",
+      stderr: "inherit",
+    });
     this.proc = proc;
     void (async () => {
       let buf = "";
@@ -135,7 +139,8 @@ async function prepare(ns: Proc, m: Proc, a: Args): Promise<void> {
   const producer = new Producer({ namesrv: ns.addr, group: "consumers-bench-producer", sendTimeoutMs: 10_000 });
   await producer.start();
   const fill = async (topic: string, bodies: Buffer[], count: number) => {
-    for (let i = 0; i < count; i += 64) await Promise.all(Array.from({ length: Math.min(64, count - i) }, (_, k) => producer.send({ topic, body: bodies[(i + k) % bodies.length]! })));
+    for (let i = 0; i < count; i += 64)
+      await Promise.all(Array.from({ length: Math.min(64, count - i) }, (_, k) => producer.send({ topic, body: bodies[(i + k) % bodies.length]! })));
   };
   await fill("good", randomBodies(512, 1024), BACKLOG);
   await fill("dead", randomBodies(64, 15_000), DEAD_BACKLOG);
@@ -156,7 +161,12 @@ async function main(): Promise<void> {
   try {
     const ns = await startNamesrv({ binary }, join(tmp, "ns"));
     procs.push(ns);
-    const m = await startMaster({ binary }, join(tmp, "master"), { namesrv: ns.addr, storeDir: join(tmp, "store"), flushDiskType: "ASYNC_FLUSH", pullBatchMax: 32 });
+    const m = await startMaster({ binary }, join(tmp, "master"), {
+      namesrv: ns.addr,
+      storeDir: join(tmp, "store"),
+      flushDiskType: "ASYNC_FLUSH",
+      pullBatchMax: 32,
+    });
     procs.push(m);
     await prepare(ns, m, a);
     const phases = await runPhases(m, a);
@@ -164,9 +174,13 @@ async function main(): Promise<void> {
     const file = join(PROJECT, "bench/results", `abuse-consumers-${out.at.replace(/[-:]/g, "").replace(/\.\d+Z$/, "Z")}.json`);
     mkdirSync(join(PROJECT, "bench/results"), { recursive: true });
     writeFileSync(file, JSON.stringify(out, null, 2) + "\n");
-    process.stdout.write(`\n| phase | msgs/s | × baseline | broker RSS MiB | broker fds | broker CPU s | figures |\n|---|---:|---:|---:|---:|---:|---|\n`);
+    process.stdout.write(
+      `\n| phase | msgs/s | × baseline | broker RSS MiB | broker fds | broker CPU s | figures |\n|---|---:|---:|---:|---:|---:|---|\n`,
+    );
     for (const p of phases) {
-      process.stdout.write(`| ${p.phase} | ${p.msgs_per_s} | ${p.ratio} | ${p.broker_rss_mib} | ${p.broker_fds} | ${p.broker_cpu_s} | ${JSON.stringify(p.extra)} |\n`);
+      process.stdout.write(
+        `| ${p.phase} | ${p.msgs_per_s} | ${p.ratio} | ${p.broker_rss_mib} | ${p.broker_fds} | ${p.broker_cpu_s} | ${JSON.stringify(p.extra)} |\n`,
+      );
     }
     process.stdout.write(`\nresults: ${file}\n`);
   } finally {
@@ -221,7 +235,9 @@ async function deadPhase(m: Proc, a: Args, measure: Measure): Promise<void> {
   await ab.stop();
   clearInterval(sampler);
   await sleep(2000);
-  log(`dead: ${String(ab.last.closedByServer)} closed by the broker; RSS before ${round(rss0 / MiB, 1)} MiB, peak ${round(peak / MiB, 1)}, 2 s after ${round((rssBytes(m.pid) ?? 0) / MiB, 1)}`);
+  log(
+    `dead: ${String(ab.last.closedByServer)} closed by the broker; RSS before ${round(rss0 / MiB, 1)} MiB, peak ${round(peak / MiB, 1)}, 2 s after ${round((rssBytes(m.pid) ?? 0) / MiB, 1)}`,
+  );
 }
 
 async function parkedPhase(m: Proc, a: Args, measure: Measure): Promise<void> {
@@ -236,7 +252,9 @@ async function parkedPhase(m: Proc, a: Args, measure: Measure): Promise<void> {
   await sleep(2000);
   const rssParked = rssBytes(m.pid) ?? 0;
   const perPoll = (rssParked - rssConns) / Math.max(1, a.parked - a.pollConns);
-  log(`parked: ${a.parked} polls on ${a.pollConns} connections, broker RSS ${round(rssConns / MiB, 1)} → ${round(rssParked / MiB, 1)} MiB = ${round(perPoll)} bytes per poll`);
+  log(
+    `parked: ${a.parked} polls on ${a.pollConns} connections, broker RSS ${round(rssConns / MiB, 1)} → ${round(rssParked / MiB, 1)} MiB = ${round(perPoll)} bytes per poll`,
+  );
   await measure("parked", () => ({ ...ab.last, rss_per_parked_poll_bytes: round(perPoll) }));
   await ab.stop();
   await sleep(1000);
@@ -249,7 +267,9 @@ async function groupPhase(m: Proc, a: Args, measure: Measure): Promise<void> {
   const joined = await ab.until((c) => c.joined === true, 120_000);
   const joinMs = performance.now() - t0;
   const joinCpu = (cpuSeconds(m.pid) ?? NaN) - cpu0;
-  log(`group: ${a.members} members settled: ${joined} after ${round(joinMs)} ms (the abuser's own figure ${String(ab.last.joinSettleMs)} ms), broker CPU ${round(joinCpu, 2)} s`);
+  log(
+    `group: ${a.members} members settled: ${joined} after ${round(joinMs)} ms (the abuser's own figure ${String(ab.last.joinSettleMs)} ms), broker CPU ${round(joinCpu, 2)} s`,
+  );
   await measure("group churn", () => ({ ...ab.last, join_seen_ms: round(joinMs), join_broker_cpu_s: round(joinCpu, 2) }));
   await ab.stop();
   await sleep(1000);

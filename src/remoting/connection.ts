@@ -172,7 +172,8 @@ export class RemotingConnection {
       this.#opts.log.rateLimited(
         "warn",
         "slow-peer-requests",
-        `closing ${this.remoteAddress}: ${this.#held.length} requests (${this.#heldBytes} body bytes) waiting while it does not read its answers (${this.#queuedBytes} bytes queued)`,
+        `closing ${this.remoteAddress}: ${this.#held.length} requests (${this.#heldBytes} body bytes) waiting while it does not read ` +
+          `its answers (${this.#queuedBytes} bytes queued)`,
       );
       this.close();
     }

@@ -72,7 +72,9 @@ export function consumerHeartbeat(clientId: string, group: string, topic: string
         messageModel: "CLUSTERING",
         consumeFromWhere: "CONSUME_FROM_LAST_OFFSET",
         unitMode: false,
-        subscriptionDataSet: [{ topic, subString: "*", tagsSet: [], codeSet: [], classFilterMode: false, subVersion: Date.now(), expressionType: "TAG" }],
+        subscriptionDataSet: [
+          { topic, subString: "*", tagsSet: [], codeSet: [], classFilterMode: false, subVersion: Date.now(), expressionType: "TAG" },
+        ],
       },
     ],
   });
@@ -230,7 +232,7 @@ export class PollLoop {
       const c = this.clients[i % this.clients.length]!;
       this.#loops.push(
         (async () => {
-          for (let offset = 0; this.#running; ) {
+          for (let offset = 0; this.#running;) {
             this.counts.outstanding++;
             try {
               const r = await c.invoke(addr, pullRequest({ ...spec, queueId: i % spec.queues, offset }), (spec.suspendMs ?? 0) + 30_000);
@@ -263,7 +265,7 @@ export function readingConsumer(addr: string, group: string, topic: string, back
   let received = 0;
   let running = true;
   const done = (async () => {
-    for (let offset = 0; running; ) {
+    for (let offset = 0; running;) {
       const r = await c.invoke(addr, pullRequest({ group, topic, queueId: 0, offset, maxMsgNums: 32 }), 10_000);
       if (r.code !== ResponseCode.SUCCESS) throw new Error(`pull at ${offset}: ${r.code} ${r.remark ?? ""}`);
       const next = Number(r.extFields?.nextBeginOffset);
@@ -392,7 +394,11 @@ export class GroupMembers {
     for (const i of which) {
       const id = this.ids[i]!;
       this.#left.add(i);
-      const r = await this.clientOf(i).invoke(this.addr, createRequest(RequestCode.UNREGISTER_CLIENT, { clientID: id, consumerGroup: this.group }), 10_000);
+      const r = await this.clientOf(i).invoke(
+        this.addr,
+        createRequest(RequestCode.UNREGISTER_CLIENT, { clientID: id, consumerGroup: this.group }),
+        10_000,
+      );
       if (r.code !== ResponseCode.SUCCESS) throw new Error(`unregister of ${id}: ${r.code} ${r.remark ?? ""}`);
     }
   }

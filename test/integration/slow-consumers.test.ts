@@ -64,14 +64,16 @@ async function deadRound(
   dead.slice(3, 6).forEach((d) => d.sendPulls({ group, topic: t.topic, queueId: 0, offset: 0, maxMsgNums: 32 }, 20, t.backlog));
   dead.slice(6).forEach((d) => d.sendPulls({ group, topic: t.empty, queueId: t.queueId, offset: 0, maxMsgNums: 32, suspendMs: 15_000 }, 1000, 1));
   await Bun.sleep(300);
-  for (let i = 0; i < 40; i++) await t.producer.send({ topic: t.empty, body: randomBytes(15_000) }, { selector: (qs) => qs.find((m) => m.queueId === t.queueId)!, arg: 0 });
+  for (let i = 0; i < 40; i++)
+    await t.producer.send({ topic: t.empty, body: randomBytes(15_000) }, { selector: (qs) => qs.find((m) => m.queueId === t.queueId)!, arg: 0 });
   let peak = rss(env);
   const sampler = setInterval(() => (peak = Math.max(peak, rss(env))), 20);
   // The broker's socket count first (cheap), then the kernel's word on each dead consumer.
   const allClosed = until(
     () => sockets(env.srv.proc.pid) <= t.sockets0 && DeadConsumer.checkClosed(dead),
     20_000,
-    () => `the broker to close dead consumers ${dead.flatMap((d, i) => (d.closed ? [] : [i])).join(",")} (broker sockets ${sockets(env.srv.proc.pid)}, before ${t.sockets0})${env.diag()}`,
+    () =>
+      `the broker to close dead consumers ${dead.flatMap((d, i) => (d.closed ? [] : [i])).join(",")} (broker sockets ${sockets(env.srv.proc.pid)}, before ${t.sockets0})${env.diag()}`,
   );
   const closedAt = allClosed.then(() => performance.now() - t0);
   const during = await good.rateOver(1000);
@@ -80,7 +82,8 @@ async function deadRound(
   for (const d of dead) d.close();
   return { during, peak, closedMs };
 }
-const report = (what: string, figures: Record<string, number | string>) => process.stderr.write(`[slow-consumers] ${what} ${JSON.stringify(figures)}\n`);
+const report = (what: string, figures: Record<string, number | string>) =>
+  process.stderr.write(`[slow-consumers] ${what} ${JSON.stringify(figures)}\n`);
 /** The broker's open sockets (its store files come and go with the CommitLog's segments). */
 const sockets = (pid: number) =>
   readdirSync(`/proc/${pid}/fd`).filter((fd) => {
@@ -111,8 +114,13 @@ describe("slow and dead consumers", () => {
       // Three rounds of 8: memory the allocator keeps after a round is reused by the next, so
       // every round stays under the same bound (a leak would grow past it).
       const rounds: DeadRound[] = [];
-      for (let round = 0; round < 3; round++) rounds.push(await deadRound(env, { topic, backlog: BACKLOG, empty, queueId: round, producer, sockets0 }, good));
-      await until(() => sockets(pid) <= sockets0, 10_000, () => `the broker's open sockets to come back to ${sockets0} (now ${sockets(pid)})`);
+      for (let round = 0; round < 3; round++)
+        rounds.push(await deadRound(env, { topic, backlog: BACKLOG, empty, queueId: round, producer, sockets0 }, good));
+      await until(
+        () => sockets(pid) <= sockets0,
+        10_000,
+        () => `the broker's open sockets to come back to ${sockets0} (now ${sockets(pid)})`,
+      );
       const after = await good.rateOver(1500);
       report("dead", {
         limit_mib: LIMIT / MiB,
@@ -161,7 +169,11 @@ describe("slow and dead consumers", () => {
         sendMs.push(performance.now() - s);
         expect(r.queueOffset).toBe(0);
       }
-      await until(() => polls.answers.length >= 500, 5000, () => `500 woken polls (have ${polls.answers.length})`);
+      await until(
+        () => polls.answers.length >= 500,
+        5000,
+        () => `500 woken polls (have ${polls.answers.length})`,
+      );
       await all;
       const elapsed = performance.now() - t0;
       const found = polls.answers.filter((a) => a.code === ResponseCode.SUCCESS);
@@ -206,14 +218,39 @@ describe("slow and dead consumers", () => {
       got.set(c.clientId, mine);
     }
     const everyone = () => [...members.live().map((i) => members.ids[i]!), ...real.map((c) => c.clientId)];
-    const settled = () => members.idle && ownershipProblems(withReal(members.views(), real.map((c) => c.clientId), everyone(), QUEUES), everyone(), QUEUES).length === 0;
+    const settled = () =>
+      members.idle &&
+      ownershipProblems(
+        withReal(
+          members.views(),
+          real.map((c) => c.clientId),
+          everyone(),
+          QUEUES,
+        ),
+        everyone(),
+        QUEUES,
+      ).length === 0;
     try {
       const rss0 = rss(env);
       const cpu0 = cpuSeconds(pid) ?? NaN;
       const t0 = performance.now();
       await Promise.all([members.join(), ...real.map((c) => c.start())]);
       const joined = performance.now();
-      await until(settled, 20_000, () => `the group to settle: ${ownershipProblems(withReal(members.views(), real.map((c) => c.clientId), everyone(), QUEUES), everyone(), QUEUES).join("; ")}`);
+      await until(
+        settled,
+        20_000,
+        () =>
+          `the group to settle: ${ownershipProblems(
+            withReal(
+              members.views(),
+              real.map((c) => c.clientId),
+              everyone(),
+              QUEUES,
+            ),
+            everyone(),
+            QUEUES,
+          ).join("; ")}`,
+      );
       const settleMs = performance.now() - joined;
       const cpuJoin = (cpuSeconds(pid) ?? NaN) - cpu0;
       const rssJoin = rss(env);
@@ -222,21 +259,46 @@ describe("slow and dead consumers", () => {
 
       // What the real consumers own is what they receive: one message on every queue.
       const producer = await env.producer();
-      for (let q = 0; q < QUEUES; q++) await producer.send({ topic, body: randomBytes(64) }, { selector: (qs) => qs.find((m) => m.queueId === q)!, arg: q });
+      for (let q = 0; q < QUEUES; q++)
+        await producer.send({ topic, body: randomBytes(64) }, { selector: (qs) => qs.find((m) => m.queueId === q)!, arg: q });
       const all = Array.from({ length: QUEUES }, (_, q) => q);
       for (const c of real) {
         const want = allocateAveragely(all, [...everyone()].sort(), c.clientId);
-        await until(() => got.get(c.clientId)!.size >= want.length, 15_000, () => `${c.clientId} to receive its ${want.length} queues (has ${got.get(c.clientId)!.size})`);
+        await until(
+          () => got.get(c.clientId)!.size >= want.length,
+          15_000,
+          () => `${c.clientId} to receive its ${want.length} queues (has ${got.get(c.clientId)!.size})`,
+        );
         expect([...got.get(c.clientId)!].sort((a, b) => a - b)).toEqual(want);
       }
 
       // 50 leave cleanly, then a connection's 2 members drop, then 48 more connections (96 members) drop.
       const before = members.totalNotified;
       const t1 = performance.now();
-      await members.leave(members.live().slice(0, 100).filter((i) => i % 2 === 0).slice(0, 50));
+      await members.leave(
+        members
+          .live()
+          .slice(0, 100)
+          .filter((i) => i % 2 === 0)
+          .slice(0, 50),
+      );
       await Promise.all(Array.from({ length: 49 }, (_, j) => members.dropConnection(200 + j)));
       expect(everyone().length).toBe(500 - 50 - 98);
-      await until(settled, 20_000, () => `the group to settle again: ${ownershipProblems(withReal(members.views(), real.map((c) => c.clientId), everyone(), QUEUES), everyone(), QUEUES).join("; ")}`);
+      await until(
+        settled,
+        20_000,
+        () =>
+          `the group to settle again: ${ownershipProblems(
+            withReal(
+              members.views(),
+              real.map((c) => c.clientId),
+              everyone(),
+              QUEUES,
+            ),
+            everyone(),
+            QUEUES,
+          ).join("; ")}`,
+      );
       const resettleMs = performance.now() - t1;
       expect(members.totalNotified).toBeGreaterThan(before);
       report("group", {
