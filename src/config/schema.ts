@@ -233,7 +233,9 @@ export const KEYS: readonly KeyDef[] = [
     type: int(0),
     unit: "bytes",
     roles: ALL,
-    doc: "pending outbound bytes one connection may buffer before it is closed",
+    doc:
+      "pending outbound bytes one connection may buffer before it is closed; once a quarter of it (at most 1 MiB) waits on a peer " +
+      "that is not reading, that peer's further requests wait too (4,096 at most, then it is closed)",
   },
   { key: "remoting.requestTimeoutMs", type: int(1), unit: "ms", roles: ALL, doc: "how long an outgoing request waits for its response" },
   {

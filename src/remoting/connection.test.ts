@@ -1,8 +1,8 @@
 import { expect, test } from "bun:test";
 import { scope } from "../common/log.ts";
-import { createRequest } from "./command.ts";
+import { createRequest, createResponse } from "./command.ts";
 import { RemotingConnection } from "./connection.ts";
-import { FrameDecoder } from "./frame.ts";
+import { encodeCommand, FrameDecoder } from "./frame.ts";
 import type { SocketLike } from "./transport.ts";
 
 function fakeSocket(): SocketLike & { writes: Uint8Array[] } {
@@ -99,4 +99,68 @@ test("a socket that takes only part of a write: the rest waits for drain, in ord
   c.handleDrain();
   expect(writes.length).toBe(before + 1);
   expect(decodeAll(writes)).toEqual(reqs.map((r) => r.opaque));
+});
+
+/** A socket that takes `budget` bytes and then nothing until the budget is raised; a connection answering every request with a 64 KiB body. */
+function stalledPeer(limitBytes: number) {
+  const state = { budget: 0, ended: false, processed: [] as number[] };
+  const sock: SocketLike = {
+    write: (d) => {
+      const n = Math.min(state.budget, d.length);
+      state.budget -= n;
+      return n;
+    },
+    end: () => {
+      state.ended = true;
+    },
+    remoteAddress: "127.0.0.1",
+    remotePort: 1,
+  };
+  const c: RemotingConnection = new RemotingConnection(sock, {
+    frameSizeMaxBytes: 1 << 24,
+    connectionBufferMaxBytes: limitBytes,
+    log: scope("test"),
+    onRequest: (conn, cmd) => {
+      state.processed.push(Number(cmd.extFields?.i));
+      conn.send(createResponse(cmd, 0, undefined, undefined, new Uint8Array(64 * 1024)));
+    },
+  });
+  const requests = (from: number, n: number) => encodeAll(Array.from({ length: n }, (_, k) => createRequest(11, { i: String(from + k) })));
+  return { state, c, requests };
+}
+
+function encodeAll(cmds: ReturnType<typeof createRequest>[]): Uint8Array {
+  return Buffer.concat(cmds.map((cmd) => encodeCommand(cmd)));
+}
+
+test("a peer that stops reading: its requests wait once its answers back up, and run in order when it drains", () => {
+  const { state, c, requests } = stalledPeer(64 << 20);
+  // 100 requests in one read, nothing taken by the socket: answers queue up to 1 MiB (16 of 64 KiB), the rest wait.
+  c.handleData(requests(0, 100));
+  expect(state.processed).toEqual(Array.from({ length: 16 }, (_, i) => i));
+  c.handleData(requests(100, 10));
+  expect(state.processed.length).toBe(16);
+  expect(c.closed).toBe(false);
+  // It reads again: everything runs, in arrival order.
+  state.budget = Infinity;
+  c.handleDrain();
+  expect(state.processed).toEqual(Array.from({ length: 110 }, (_, i) => i));
+});
+
+test("a peer that stops reading and keeps sending is closed once 4,096 requests wait", () => {
+  const { state, c, requests } = stalledPeer(64 << 20);
+  c.handleData(requests(0, 4000));
+  expect(c.closed).toBe(false);
+  c.handleData(requests(4000, 200));
+  expect(c.closed).toBe(true);
+  expect(state.ended).toBe(true);
+  // Nothing past the first 16 ran: the answers of a peer that reads none are not built.
+  expect(state.processed.length).toBe(16);
+});
+
+test("with a small connectionBufferMaxBytes, requests wait from a quarter of it", () => {
+  const { state, c, requests } = stalledPeer(1 << 20);
+  c.handleData(requests(0, 20));
+  expect(state.processed.length).toBe(4);
+  expect(c.closed).toBe(false);
 });

@@ -3,6 +3,15 @@
  * frame decoding, request/response matching by opaque, per-request timeouts, and an outbound
  * queue that coalesces everything written in one tick into a single socket write and respects
  * backpressure (a peer that stops reading is cut off at `connectionBufferMaxBytes`).
+ *
+ * Backpressure on requests too: while the socket waits for drain with `congestedBytes` queued, the
+ * peer's requests are held, not processed, and processed in order once it drains. A consumer that
+ * pipelines pulls and stops reading (issue #18's dead consumer) thus costs the answers queued
+ * before it stalled, not a `connectionBufferMaxBytes` of pull responses copied for nobody each
+ * time such a peer connects (measured, 64 MiB default: 3 such peers at a time took the broker to
+ * 1.3 GiB RSS and a reading consumer beside them to under 1 % of its rate). Held requests are
+ * bounded (HELD_REQUESTS_MAX, and their bodies by `connectionBufferMaxBytes`): past either the
+ * peer is closed; one that goes quiet instead is closed by the server's idle deadline.
  */
 import type { Logger } from "../common/log.ts";
 import { FLAG_ONEWAY, isOneway, isResponse, type RemotingCommand } from "./command.ts";
@@ -49,6 +58,10 @@ const OUT_BUFFER_INITIAL_BYTES = 32 * 1024;
 const OUT_BUFFER_KEEP_MAX_BYTES = 1024 * 1024;
 const EMPTY_OUT = Buffer.alloc(0);
 const EAGER_FLUSH_FRAMES = 16;
+/** Requests held while the peer does not take our answers, past which it is closed (as many as the pulls one connection may park). */
+const HELD_REQUESTS_MAX = 4096;
+/** Queued bytes that, with the socket waiting for drain, hold further requests (a quarter of connectionBufferMaxBytes when that is less). */
+const CONGESTED_BYTES = 1024 * 1024;
 
 /** Java shows IPv4-mapped IPv6 peers as IPv4; so do we (ali-ons only decodes IPv4 hosts). */
 export function normalizeAddress(host: string, port: number): string {
@@ -75,6 +88,10 @@ export class RemotingConnection {
   #flushScheduled = false;
   #waitingDrain = false;
   #closed = false;
+  /** Requests decoded while congested, in arrival order, and the bytes of their bodies. */
+  #held: RemotingCommand[] = [];
+  #heldBytes = 0;
+  readonly #congestedBytes: number;
   /**
    * One timer per connection, armed for the earliest pending deadline, instead of a timer per
    * request: a producer with 32 sends in flight set and cleared 2 timers per message.
@@ -91,6 +108,7 @@ export class RemotingConnection {
     this.#opts = opts;
     this.#decoder = new FrameDecoder({ frameSizeMaxBytes: opts.frameSizeMaxBytes, chunksOwned: opts.chunksOwned ?? false });
     this.remoteAddress = normalizeAddress(socket.remoteAddress, socket.remotePort);
+    this.#congestedBytes = Math.min(CONGESTED_BYTES, Math.floor(opts.connectionBufferMaxBytes / 4));
   }
 
   get closed(): boolean {
@@ -126,6 +144,8 @@ export class RemotingConnection {
           p.resolve(cmd);
         }
         // A response nobody waits for (timed out, or an answer to a oneway) is dropped, as Java does.
+      } else if (this.#held.length > 0 || this.#congested()) {
+        this.#hold(cmd);
       } else {
         this.#opts.onRequest(this, cmd);
       }
@@ -137,6 +157,37 @@ export class RemotingConnection {
   handleDrain(): void {
     this.#waitingDrain = false;
     this.#flush();
+    this.#releaseHeld();
+  }
+
+  /** The peer is not taking our answers: the socket waits for drain with this much queued. */
+  #congested(): boolean {
+    return this.#waitingDrain && this.#queuedBytes >= this.#congestedBytes;
+  }
+
+  #hold(cmd: RemotingCommand): void {
+    this.#held.push(cmd);
+    this.#heldBytes += cmd.body?.length ?? 0;
+    if (this.#held.length > HELD_REQUESTS_MAX || this.#heldBytes > this.#opts.connectionBufferMaxBytes) {
+      this.#opts.log.rateLimited(
+        "warn",
+        "slow-peer-requests",
+        `closing ${this.remoteAddress}: ${this.#held.length} requests (${this.#heldBytes} body bytes) waiting while it does not read ` +
+          `its answers (${this.#queuedBytes} bytes queued)`,
+      );
+      this.close();
+    }
+  }
+
+  /** Processes held requests in order until none is left or the peer is congested again. */
+  #releaseHeld(): void {
+    let i = 0;
+    while (i < this.#held.length && !this.#closed && !this.#congested()) {
+      const cmd = this.#held[i++]!;
+      this.#heldBytes -= cmd.body?.length ?? 0;
+      this.#opts.onRequest(this, cmd);
+    }
+    if (i > 0 && !this.#closed) this.#held.splice(0, i);
   }
 
   /** Socket `close`/`error` handler, and our own close. Idempotent. */
@@ -146,6 +197,8 @@ export class RemotingConnection {
     this.#out = EMPTY_OUT;
     this.#queuedBytes = 0;
     this.#queuedFrames = 0;
+    this.#held = [];
+    this.#heldBytes = 0;
     const err = new RemotingClosedError(`connection to ${this.remoteAddress} closed`);
     if (this.#timeoutTimer) clearTimeout(this.#timeoutTimer);
     this.#timeoutTimer = null;
