@@ -91,6 +91,13 @@ out(`acknowledged but not consumed: ${v.notConsumed.length}`);
 out(`recovery (spawn → first accepted connection): median ${median(rec).toFixed(0)} ms, max ${Math.max(...rec).toFixed(0)} ms; first start ${r.firstStartMs.toFixed(0)} ms`);
 out(`kill → first acknowledged send: median ${median(firstAcks).toFixed(0)} ms, max ${Math.max(...firstAcks).toFixed(0)} ms`);
 out(`kill → first message of the restarted master consumed: median ${median(consumed).toFixed(0)} ms, max ${Math.max(...consumed).toFixed(0)} ms; restarts after which nothing was consumed: ${r.cycles.length - consumed.length}`);
+// Growth with the store: least-squares slope of recovery time against store size.
+const xs = r.cycles.map((c) => c.storeBytes / 2 ** 30);
+const mx = xs.reduce((a, b) => a + b, 0) / xs.length;
+const my = rec.reduce((a, b) => a + b, 0) / rec.length;
+const sxx = xs.reduce((a, x) => a + (x - mx) ** 2, 0);
+const slope = sxx > 0 ? xs.reduce((a, x, i) => a + (x - mx) * (rec[i]! - my), 0) / sxx : NaN;
+out(`recovery growth: ${Number.isNaN(slope) ? "n/a (store size did not change)" : `${slope.toFixed(0)} ms per GiB of store (least squares over the cycles)`}`);
 out("");
 out("| cycles | store at kill (MiB) | recovery median (ms) | recovery max (ms) |");
 out("|---|---|---|---|");
