@@ -1,11 +1,13 @@
 /**
- * Found by the crash loop (test/harness/crash-loop.ts): a process crash, then a power cut after the
- * restart. A process crash keeps the page cache, so the restarted store recovers records that may
+ * Found while building the crash loop (test/harness/crash-loop.ts), whose power cuts follow a
+ * process crash and a restart: a case the HA simulation does not make (its crashes are all power
+ * cuts). A process crash keeps the page cache, so the restarted store recovers records that may
  * never have reached the disk; it must not count them durable without syncing them. Before the
  * fix, recovery marked every recovered segment flushed: the restarted store (SYNC_FLUSH here) then
  * only ever synced the segment it was writing, its checkpoint claimed the earlier segments'
- * unflushed tails durable, and a later power cut lost them — a hole the next recovery did not even
- * scan (it starts at the checkpoint's segment), with ConsumeQueue units still pointing into it.
+ * unflushed tails durable, and a later power cut lost them: damaged ranges in the middle of the
+ * log, below records acknowledged since (the next recovery reported and skipped them, e.g. SEED=1:
+ * [2000, 4096) and [7915, 8192), 11 of 61 records gone).
  *
  * Seeded (SEED=n replays; the seed picks the torn prefixes of the power cut).
  */
