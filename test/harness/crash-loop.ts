@@ -2,8 +2,9 @@
  * The crash loop of issue #18 (bench/crash-loop/run.ts, test/interop/crash-loop.test.ts): a name
  * server and one master of the compiled binary, the Java client (ChaosClient.java, rocketmq-client
  * 4.9.8) sending with unique keys and consuming with a clustering push consumer throughout, and
- * each cycle: let it run, kill -9 the master (its PID only), optionally cut the power of its
- * filesystem (after a SYNC_FLUSH cycle, `powerLoss`: test/harness/loop-fs.ts), restart it on the
+ * each cycle: let it run, optionally write filler to grow the store (`fillMiB`), kill -9 the master
+ * (its PID only), optionally cut the power of its filesystem (`powerLoss`: after SYNC_FLUSH cycles
+ * or after all; test/harness/loop-fs.ts), restart it on the
  * same store with the next cycle's flush mode (cycles alternate ASYNC_FLUSH, SYNC_FLUSH) and time
  * spawn → first accepted connection on its remoting port, as bench/lib/cluster.ts times a start.
  * At the end the store is read back over the wire (crash-loop-verify.ts).
@@ -28,9 +29,9 @@ import { LoopFs } from "./loop-fs.ts";
 import { prng } from "./fuzz.ts";
 import { createTopicRequest, newClient, routeRequest } from "./wire.ts";
 
-export const CRASH_TOPIC = "CrashLoopTopic";
-export const CRASH_GROUP = "crash-loop";
-export const CRASH_QUEUES = 4;
+const CRASH_TOPIC = "CrashLoopTopic";
+const CRASH_GROUP = "crash-loop";
+const CRASH_QUEUES = 4;
 const FILL_TOPIC = "CrashLoopFill";
 const FILL_BATCH = 32;
 /** RocketMQ's flushIntervalCommitLog: what an ASYNC_FLUSH master may lose to a power cut. */
@@ -103,7 +104,7 @@ export interface CrashLoopReport {
 const modeOf = (cycle: number): FlushDiskType => (cycle % 2 === 0 ? "ASYNC_FLUSH" : "SYNC_FLUSH");
 
 /** Allocated bytes of every file under `dir` (segments are created full size and sparse). */
-export function allocatedBytes(dir: string): number {
+function allocatedBytes(dir: string): number {
   let n = 0;
   for (const e of readdirSync(dir, { withFileTypes: true })) {
     const p = join(dir, e.name);
@@ -125,7 +126,7 @@ function canConnect(port: number): Promise<boolean> {
 }
 
 /** One run of the master process. */
-export interface Incarnation {
+interface Incarnation {
   proc: Subprocess<"ignore", "pipe", "pipe">;
   mode: FlushDiskType;
   readyMs: number;

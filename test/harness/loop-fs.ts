@@ -11,7 +11,7 @@
  * the host's page cache of the image file, and stay there). The simulation's torn-write model
  * (test/sim/disk.ts) covers those.
  */
-import { closeSync, mkdirSync, openSync, rmSync } from "node:fs";
+import { closeSync, existsSync, mkdirSync, openSync, rmSync } from "node:fs";
 import { dlopen, FFIType, ptr } from "bun:ffi";
 import { join } from "node:path";
 import { tempDir } from "./binary.ts";
@@ -31,7 +31,8 @@ function run(argv: string[]): string {
 export function loopFsUnavailable(): string | undefined {
   if (process.getuid?.() !== 0) return "not root";
   const missing = ["losetup", "mkfs.ext4", "mount", "umount"].filter((t) => Bun.which(t) === null);
-  return missing.length > 0 ? `${missing.join(", ")} not on the PATH` : undefined;
+  if (missing.length > 0) return `${missing.join(", ")} not on the PATH`;
+  return existsSync("/dev/loop-control") ? undefined : "no /dev/loop-control (loop devices)";
 }
 
 function shutdownIoctl(fd: number): number {
