@@ -425,14 +425,23 @@ export class CommitLog {
   /**
    * Sets the write position after recovery: everything at or past `offset` is dropped (later
    * segments deleted, the tail of the last one zeroed) and the queue offset counters are cleared. Every segment before the last counts
-   * as full; everything kept counts as flushed (it was read back from disk).
+   * as full; everything kept counts as flushed. After a crash that is only true once synced: a
+   * killed process leaves its unflushed writes in the page cache, where recovery reads them, and
+   * a power cut after the restart would still lose them — below records acknowledged since, and
+   * below a checkpoint that claims them durable. So every segment holding bytes at or past
+   * `unsyncedFrom` (what the last checkpoint saw flushed) is synced here, before anything is served.
    */
-  truncateTo(offset: number): void {
+  truncateTo(offset: number, unsyncedFrom = Number.MAX_SAFE_INTEGER): void {
     this.#files.truncateDirty(offset);
     const files = this.#files.files;
     for (let i = 0; i < files.length - 1; i++) files[i]!.wrotePosition = files[i]!.flushedPosition = files[i]!.fileSize;
     const last = files.at(-1);
     if (last) last.flushedPosition = last.wrotePosition;
+    for (const f of files) {
+      if (f.fileFromOffset + f.wrotePosition <= unsyncedFrom) continue;
+      f.flushedPosition = Math.max(0, unsyncedFrom - f.fileFromOffset);
+      f.flushSync();
+    }
     if (files.length === 0 && offset > 0) {
       // Everything was cut: the next segment starts where the data ended.
       this.#files.lastWritable(offset);

@@ -426,7 +426,9 @@ export class MessageStore {
     if (scan.truncatedBytes > 0) problems.push(`commitlog: torn tail of ${scan.truncatedBytes} bytes at ${scan.endOffset} truncated`);
 
     // Apply: cut the log at its real end, drop index units that point past it.
-    this.#cutAt(scan.endOffset, abnormal);
+    // After a crash, what lies past the checkpoint's flushed offset may exist only in the page cache.
+    const unsyncedFrom = !abnormal ? Number.MAX_SAFE_INTEGER : cpValid ? cp.commitLogFlushedOffset : firstOffset;
+    this.#cutAt(scan.endOffset, abnormal, unsyncedFrom);
     this.#recoveryProblems = null;
     this.recovery = {
       abnormal,
@@ -784,8 +786,8 @@ export class MessageStore {
    * each queue's put counter continues from its queue. `verifyUnits`: a unit below the cut is
    * kept only if it names its record (after a crash, when units may be torn).
    */
-  #cutAt(offset: number, verifyUnits: boolean): void {
-    this.commitLog.truncateTo(offset);
+  #cutAt(offset: number, verifyUnits: boolean, unsyncedFrom?: number): void {
+    this.commitLog.truncateTo(offset, unsyncedFrom);
     this.#reputOffset = offset;
     this.#index.dropFilesAbove(offset);
     const clMin = this.commitLog.minOffset;
