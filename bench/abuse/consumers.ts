@@ -30,7 +30,7 @@ import { join } from "node:path";
 import type { Subprocess } from "bun";
 import { Producer } from "../../src/client/index.ts";
 import { readingConsumer } from "../../test/harness/consumers.ts";
-import { Admin, PROJECT, startMaster, startNamesrv, type Proc } from "../lib/cluster.ts";
+import { Admin, benchBinary, PROJECT, startMaster, startNamesrv, type Proc } from "../lib/cluster.ts";
 import { cpuSeconds, randomBodies, round, rssBytes, sleep } from "../lib/measure.ts";
 
 interface Args {
@@ -151,12 +151,7 @@ async function main(): Promise<void> {
   const a = parseArgs(process.argv.slice(2));
   const tmp = join(tmpdir(), `rocketbun-consumers-${process.pid}`);
   mkdirSync(tmp, { recursive: true });
-  let binary = a.binary;
-  if (binary === undefined) {
-    binary = join(tmp, "rocketbun");
-    const r = Bun.spawnSync([process.execPath, join(PROJECT, "scripts/build-binary.ts"), "--outfile", binary], { stdout: "pipe", stderr: "pipe" });
-    if (r.exitCode !== 0) throw new Error(`build failed: ${r.stderr.toString()}`);
-  }
+  const binary = benchBinary(tmp, a.binary);
   const procs: Proc[] = [];
   try {
     const ns = await startNamesrv({ binary }, join(tmp, "ns"));

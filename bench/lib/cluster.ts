@@ -254,3 +254,12 @@ export class Admin {
     await this.#c.close();
   }
 }
+
+/** `binary` when given, else the compiled binary built from these sources into `tmp` (benches that need one process of it). */
+export function benchBinary(tmp: string, binary: string | undefined): string {
+  if (binary !== undefined) return binary;
+  const out = join(tmp, "rocketbun");
+  const r = Bun.spawnSync([process.execPath, join(PROJECT, "scripts/build-binary.ts"), "--outfile", out], { stdout: "pipe", stderr: "pipe" });
+  if (r.exitCode !== 0) throw new Error(`building the binary failed: ${r.stderr.toString()}`);
+  return out;
+}
