@@ -21,8 +21,8 @@
 import { mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Subprocess } from "bun";
 import { Producer } from "../../src/client/index.ts";
+import { AbuserProcess } from "./abuser.ts";
 import { Admin, benchBinary, PROJECT, startMaster, startNamesrv, type Proc } from "../lib/cluster.ts";
 import { closedLoop, randomBodies, round, rssBytes, sleep, stats } from "../lib/measure.ts";
 
@@ -67,27 +67,9 @@ interface FloodCounters {
 }
 
 /** ./flood.ts in its own process; `last` holds its latest counters. */
-class Flood {
-  readonly proc: Subprocess<"pipe", "pipe", "inherit">;
-  last: FloodCounters = { open: 0, opened: 0, closedByServer: 0, refused: 0, bytes: 0 };
+class Flood extends AbuserProcess<FloodCounters> {
   constructor(mode: string, addr: string, n: number) {
-    const proc = Bun.spawn([process.execPath, join(PROJECT, "bench/abuse/flood.ts"), mode, addr, String(n)], { stdin: "pipe", stdout: "pipe", stderr: "inherit" });
-    this.proc = proc;
-    void (async () => {
-      let buf = "";
-      for await (const chunk of proc.stdout) {
-        buf += new TextDecoder().decode(chunk);
-        const lines = buf.split("\n");
-        buf = lines.pop() ?? "";
-        for (const l of lines) if (l.trim()) this.last = JSON.parse(l) as FloodCounters;
-      }
-    })();
-  }
-  async stop(): Promise<void> {
-    void this.proc.stdin.end();
-    const t = setTimeout(() => this.proc.kill(9), 5000);
-    await this.proc.exited;
-    clearTimeout(t);
+    super("bench/abuse/flood.ts", [mode, addr, n], { open: 0, opened: 0, closedByServer: 0, refused: 0, bytes: 0 }, 5000);
   }
 }
 

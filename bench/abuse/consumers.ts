@@ -27,9 +27,9 @@
 import { mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Subprocess } from "bun";
 import { Producer } from "../../src/client/index.ts";
 import { readingConsumer } from "../../test/harness/consumers.ts";
+import { AbuserProcess } from "./abuser.ts";
 import { Admin, benchBinary, PROJECT, startMaster, startNamesrv, type Proc } from "../lib/cluster.ts";
 import { cpuSeconds, randomBodies, round, rssBytes, sleep } from "../lib/measure.ts";
 
@@ -78,39 +78,9 @@ function fds(pid: number): number {
 type Counters = Record<string, number | boolean>;
 
 /** ./consumer-abuse.ts in its own process; `last` holds its latest counters. */
-class Abuser {
-  readonly proc: Subprocess<"pipe", "pipe", "inherit">;
-  last: Counters = {};
+class Abuser extends AbuserProcess<Counters> {
   constructor(args: (string | number)[]) {
-    const proc = Bun.spawn([process.execPath, join(PROJECT, "bench/abuse/consumer-abuse.ts"), ...args.map(String)], {
-      stdin: "pipe",
-      stdout: "pipe",
-      stderr: "inherit",
-    });
-    this.proc = proc;
-    void (async () => {
-      let buf = "";
-      for await (const chunk of proc.stdout) {
-        buf += new TextDecoder().decode(chunk);
-        const lines = buf.split("\n");
-        buf = lines.pop() ?? "";
-        for (const l of lines) if (l.trim()) this.last = JSON.parse(l) as Counters;
-      }
-    })();
-  }
-  async until(cond: (c: Counters) => boolean, ms: number): Promise<boolean> {
-    const end = Date.now() + ms;
-    while (!cond(this.last)) {
-      if (Date.now() > end) return false;
-      await sleep(100);
-    }
-    return true;
-  }
-  async stop(): Promise<void> {
-    void this.proc.stdin.end();
-    const t = setTimeout(() => this.proc.kill(9), 10_000);
-    await this.proc.exited;
-    clearTimeout(t);
+    super("bench/abuse/consumer-abuse.ts", args, {}, 10_000);
   }
 }
 
