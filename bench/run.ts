@@ -1,7 +1,8 @@
 /**
  * RocketBun's broker benchmark beside real peers, measured in the same invocation on the same machine.
  *
- *   npx bun run bench                     # everything: build, RocketBun W1–W6, then the peers (limits, NATS, Redis)
+ *   npx bun run bench                     # everything: build, RocketBun W1–W6, Apache RocketMQ under the Java
+ *                                         # client, then the peers (limits, NATS, Redis)
  *   npx bun run bench -- --quick          # MSGS=20000, E2E_SECS=2 for RocketBun and the peers
  *   npx bun run bench -- --no-peers       # RocketBun only
  *   npx bun bench/run.ts --smoke --no-peers   # a few thousand messages (the CI smoke test)
@@ -17,10 +18,12 @@
  *   --acl          broker.aclEnable with one admin account; every client signs (the cost of ACL)
  *   --no-collect   do not collect the client's garbage before each timed window (the peers' harness does not)
  *   --binary FILE  use this rocketbun binary instead of building one into the temp folder
- *   --rocketmq[=V,V]  also Apache RocketMQ (default 4.9.7,5.3.3): RocketBun and each version under the same
+ *   --rocketmq[=V,V]  Apache RocketMQ (default 4.9.7,5.3.3): RocketBun and each version under the same
  *                  Java client (bench/lib/rocketmq-peer.ts: J1 J2 J4 J1s), then our client's W1–W4 and W1s
  *                  against each version (bench/lib/rocketmq-ourclient.ts, columns beside NATS and Redis);
- *                  skipped with one line without java/mvn
+ *                  skipped with one line without java/mvn. On by default in a whole run with peers (also
+ *                  --quick); off with --smoke, --no-peers, --only, --acl, --cpu-prof unless given
+ *   --no-rocketmq  without Apache RocketMQ
  *   --rebuild F.json  re-render F's .md, .svg (and .png) from its figures, measuring nothing
  *   BENCH_DIR      where the temp folder goes (default the OS temp folder, the disk the peers use too)
  *   BENCH_PEERS    the peers' harness (default ../shared/bench-peers beside the project); it runs from a
@@ -28,7 +31,7 @@
  *
  * Order: name server; master #1 (ASYNC_FLUSH, fresh store): warm-up, W1, W2 (drains W1), W3, W4, W5;
  * master #2 (SYNC_FLUSH, restarted on #1's store): warm-up, W1s; master #3 (ASYNC_FLUSH, fresh
- * store): W6; with --rocketmq, the Java-client runs (RocketBun, then each Apache version) and our client
+ * store): W6; with Apache RocketMQ on (the default of a whole run), the Java-client runs (RocketBun, then each Apache version) and our client
  * against each Apache version; then the peers. Writes bench/results/<stamp>.json, .md and .svg.
  */
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -81,7 +84,12 @@ export interface BenchArgs {
   rebuild: string | null;
   /** Collect the client's garbage before each timed window (default; --no-collect). */
   collect: boolean;
-  /** --rocketmq: the Apache RocketMQ versions to run beside RocketBun under the Java client; null = off. */
+  /**
+   * The Apache RocketMQ versions to run beside RocketBun under the Java client; null = off. On by
+   * default in a whole run with peers (`npm run bench`, also --quick), off for --smoke, --no-peers,
+   * --only, --acl and --cpu-prof runs (each measures something else); --rocketmq forces it on,
+   * --no-rocketmq off.
+   */
   rocketmq: RocketmqVersion[] | null;
 }
 
@@ -111,6 +119,8 @@ export function parseBenchArgs(argv: string[]): BenchArgs {
     rocketmq: null,
   };
   const value = (i: number, x: string) => (x.includes("=") ? x.slice(x.indexOf("=") + 1) : argv[i + 1]);
+  /** undefined = not said: decided below from the kind of run. */
+  let rocketmq: RocketmqVersion[] | null | undefined;
   for (let i = 0; i < argv.length; i++) {
     const x = argv[i]!;
     const name = x.includes("=") ? x.slice(0, x.indexOf("=")) : x;
@@ -121,7 +131,8 @@ export function parseBenchArgs(argv: string[]): BenchArgs {
     else if (x === "--keep") a.keep = true;
     else if (x === "--acl") a.acl = true;
     else if (x === "--no-collect") a.collect = false;
-    else if (name === "--rocketmq") a.rocketmq = parseVersions(x.includes("=") ? x.slice(x.indexOf("=") + 1) : null);
+    else if (name === "--rocketmq") rocketmq = parseVersions(x.includes("=") ? x.slice(x.indexOf("=") + 1) : null);
+    else if (x === "--no-rocketmq") rocketmq = null;
     else if (name === "--only" || name === "--out" || name === "--peers-from" || name === "--binary" || name === "--rebuild") {
       const v = value(i, x);
       if (!v) throw new Error(`${name} needs a value`);
@@ -135,11 +146,13 @@ export function parseBenchArgs(argv: string[]): BenchArgs {
       else a.peersFrom = resolve(v);
     } else if (x === "--help" || x === "-h") {
       process.stdout.write(
-        "usage: bun bench/run.ts [--quick|--smoke] [--no-peers] [--peers-from all.jsonl] [--cpu-prof] [--only W1,W2,...] [--out DIR] [--keep] [--no-collect] [--binary FILE] [--rocketmq[=4.9.7,5.3.3]]\n",
+        "usage: bun bench/run.ts [--quick|--smoke] [--no-peers] [--peers-from all.jsonl] [--cpu-prof] [--only W1,W2,...] [--out DIR] [--keep] [--no-collect] [--binary FILE] [--rocketmq[=4.9.7,5.3.3] | --no-rocketmq]\n",
       );
       process.exit(0);
     } else throw new Error(`unknown argument ${x}`);
   }
+  const wholeRun = !a.smoke && a.peers && a.only === null && !a.acl && !a.cpuProf;
+  a.rocketmq = rocketmq !== undefined ? rocketmq : wholeRun ? [...ROCKETMQ_VERSIONS] : null;
   return a;
 }
 

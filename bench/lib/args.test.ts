@@ -1,0 +1,14 @@
+import { expect, test } from "bun:test";
+import { parseBenchArgs } from "../run.ts";
+import { ROCKETMQ_VERSIONS } from "./rocketmq-peer.ts";
+
+test("a whole run (npm run bench, also --quick) includes Apache RocketMQ; runs that measure something else leave it out", () => {
+  expect(parseBenchArgs([]).rocketmq).toEqual([...ROCKETMQ_VERSIONS]);
+  expect(parseBenchArgs(["--quick"]).rocketmq).toEqual([...ROCKETMQ_VERSIONS]);
+  for (const off of [["--smoke"], ["--no-peers"], ["--only", "W1,W4"], ["--acl"], ["--cpu-prof"], ["--no-rocketmq"]]) {
+    expect(parseBenchArgs(off).rocketmq).toBeNull();
+  }
+  expect(parseBenchArgs(["--no-peers", "--rocketmq=5.3.3"]).rocketmq).toEqual(["5.3.3"]);
+  expect(parseBenchArgs(["--rocketmq", "--no-rocketmq"]).rocketmq).toBeNull();
+  expect(() => parseBenchArgs(["--rocketmq=4.0.0"])).toThrow(/unknown version/);
+});
