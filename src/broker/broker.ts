@@ -56,6 +56,7 @@ import { parseDelayLevels } from "../protocol/delay-levels.ts";
 import { ensureScheduleTopic, ScheduleMessageService } from "./schedule/schedule-message-service.ts";
 import { TransactionalMessageService, type TransactionStats } from "./transaction/transactional-message-service.ts";
 import { clientsView, trafficCounters, type ClientsView, type TrafficCounters } from "./dashboard-info.ts";
+import { cutUnsynced, epochCacheOf, reconcileWithMaster, startMasterEpoch } from "./replica-epochs.ts";
 
 /**
  * The broker's configuration: the schema's broker, store and remoting sections exactly as loaded
@@ -436,7 +437,7 @@ export class BrokerController {
       [AdminProcessor.CODES, new AdminProcessor(ctx, ctx.stats, undefined, this.#o.configAccess)],
       [BrokerToClientProcessor.CODES, new BrokerToClientProcessor(ctx)],
       [AclAdminProcessor.CODES, new AclAdminProcessor(ctx, this.#acl)],
-      [EpochCacheProcessor.CODES, new EpochCacheProcessor(() => this.#failover?.epochCache() ?? null)],
+      [EpochCacheProcessor.CODES, new EpochCacheProcessor(() => this.#failover?.epochCache() ?? this.#fixedEpochCache(ctx))],
     ];
     for (const [codes, p] of processors) {
       this.#server.registerAll(codes, p);
@@ -570,8 +571,45 @@ export class BrokerController {
   #startReplication(ctx: BrokerContext): void {
     this.#ha.attachStore(ctx.store);
     if (this.#o.broker["failover.enable"]) return; // the election decides (#startFailover)
-    if (ctx.settings.brokerRole !== "SLAVE") this.#wireMaster(ctx);
-    else this.#followMaster(ctx);
+    // Fixed roles: the master numbers an epoch per start; a slave cuts what its crash left
+    // unflushed, and where its log parts from the master's before each connection (./replica-epochs.ts).
+    if (ctx.settings.brokerRole !== "SLAVE") {
+      const e = startMasterEpoch(this.#o.store.dir, ctx.store.maxPhyOffset, this.#log);
+      this.#log.info(`replication: master epoch ${e.epoch} begins at ${e.startOffset}`);
+      this.#wireMaster(ctx);
+    } else {
+      cutUnsynced(ctx.store, this.#log);
+      this.#followMaster(ctx);
+    }
+  }
+
+  /** GET_BROKER_EPOCH_CACHE with fixed roles: this broker's own epochs. */
+  #fixedEpochCache(ctx: BrokerContext): EpochEntryCache {
+    const s = ctx.settings;
+    return epochCacheOf(this.#o.store.dir, { clusterName: this.#o.broker.brokerClusterName, brokerName: s.brokerName, brokerId: s.brokerId }, ctx.store.maxPhyOffset);
+  }
+
+  /**
+   * Fixed roles, before each connection to the master (HAClient.beforeConnect): cut this log where
+   * it parts from the master's. A master that keeps no epochs (an older RocketBun, or not RocketBun)
+   * is replicated from as before, said once; one that cannot be asked now is tried again.
+   */
+  async #reconcileFixed(ctx: BrokerContext): Promise<string | null> {
+    const addr = this.#master.addr;
+    if (addr === undefined) {
+      if (!this.#o.broker.haMasterAddress) return "the master's address is not known yet (the name server names it at registration)";
+      // broker.haMasterAddress names only the HA port: with no master registered, nobody to ask.
+      this.#log.rateLimited("warn", "no-master-epochs", "replication: no master is registered (broker.haMasterAddress is set): this slave cannot check where their logs part", 3_600_000);
+      return null;
+    }
+    const cache = await this.#fetchEpochCache(addr);
+    if ("error" in cache) {
+      if (cache.answered === undefined) return `its epochs could not be read: ${cache.error}`;
+      this.#log.rateLimited("warn", "no-master-epochs", `replication: the master keeps no epochs (${cache.error}); this slave cannot check where their logs part`, 3_600_000);
+      return null;
+    }
+    reconcileWithMaster(this.#o.store.dir, ctx.store, cache, this.#log);
+    return null;
   }
 
   /** The store's appends are streamed to the slaves; SYNC_MASTER puts wait for one. */
@@ -600,7 +638,7 @@ export class BrokerController {
       onRecords: (records) => this.#onReplicated(ctx, records),
       clock: this.#clock,
       transport: this.#haTransport,
-      ...(this.#failover ? { beforeConnect: ((f) => () => f.reconcile(this.#master.addr))(this.#failover) } : {}),
+      beforeConnect: ((f) => (f ? () => f.reconcile(this.#master.addr) : () => this.#reconcileFixed(ctx)))(this.#failover),
       ...(this.#failover ? { replicaId: ((f) => () => f.replicaId)(this.#failover) } : {}),
       ...(this.#failover ? { expectedEpoch: ((f) => () => f.followedEpoch())(this.#failover) } : {}),
     });
@@ -655,6 +693,7 @@ export class BrokerController {
         fetchEpochCache: (addr) => this.#fetchEpochCache(addr),
         truncate: (offset) => void ctx.store.truncateTail(offset),
         recoveredDamage: () => (ctx.store.recovery?.abnormal ? ctx.store.recovery.corruptRanges[0]?.from : undefined),
+        recoveredUnsynced: () => (ctx.store.recovery?.abnormal ? ctx.store.recovery.unsyncedFrom : undefined),
       },
     });
     this.#failover = failover;
@@ -664,10 +703,10 @@ export class BrokerController {
   }
 
   /** GET_BROKER_EPOCH_CACHE at another replica of the group. */
-  async #fetchEpochCache(addr: string): Promise<EpochEntryCache | { error: string }> {
+  async #fetchEpochCache(addr: string): Promise<EpochEntryCache | { error: string; answered?: number }> {
     try {
       const res = await this.#client.invoke(addr, createRequest(RequestCode.GET_BROKER_EPOCH_CACHE), this.#o.remoting.requestTimeoutMs);
-      if (res.code !== ResponseCode.SUCCESS) return { error: `${addr} answered ${res.code} ${res.remark ?? ""}` };
+      if (res.code !== ResponseCode.SUCCESS) return { error: `${addr} answered ${res.code} ${res.remark ?? ""}`, answered: res.code };
       const body = parseJsonBytes(res.body ?? new Uint8Array()) as Partial<EpochEntryCache> | null;
       if (!body || !Array.isArray(body.epochList) || typeof body.maxOffset !== "number") return { error: `${addr} sent no epoch cache` };
       return body as EpochEntryCache;

@@ -23,7 +23,10 @@ import type { Logger } from "../common/log.ts";
 import type { Config } from "../config/schema.ts";
 import { EtcdHttpClient, EtcdUnavailableError, type EtcdKv } from "../failover/etcd.ts";
 import { Election, type ElectionRole, type MasterRecord, type MasterRole } from "../failover/election.ts";
-import { appendEpoch, assignReplicaId, consistentPoint, readEpochs, writeEpochs, type EpochEntry } from "../failover/replica-files.ts";
+import { appendEpoch, assignReplicaId, readEpochs, writeEpochs, type EpochEntry } from "../failover/replica-files.ts";
+import { cutPoint, epochCacheOf, type EpochEntryCache } from "./replica-epochs.ts";
+
+export type { EpochEntryCache } from "./replica-epochs.ts";
 
 /** What failover changes in the running broker (BrokerController implements it). */
 export interface FailoverRoles {
@@ -43,27 +46,21 @@ export interface FailoverRoles {
   /**
    * Cuts this replica's CommitLog at `offset` (what is past it is kept aside): "diverged", past the
    * point it shares with the master (bytes the group never acknowledged); "damaged", at a range its
-   * own recovery found torn (the master's copy is fetched again).
+   * own recovery found torn (the master's copy is fetched again); "unsynced", what its crash left
+   * unflushed (recoveredUnsynced).
    */
-  truncate(offset: number, why: "diverged" | "damaged"): void;
+  truncate(offset: number, why: "diverged" | "damaged" | "unsynced"): void;
   /**
    * Where the first range this start's crash recovery found damaged (torn, never flushed) begins,
    * or undefined: recovery keeps the valid records past such a range, but a replica must not (its
    * confirmed offset would count bytes it cannot serve).
    */
   recoveredDamage(): number | undefined;
-}
-
-/**
- * RocketMQ 5's EpochEntryCache, the body of GET_BROKER_EPOCH_CACHE (1007): each epoch with the
- * range of CommitLog bytes it wrote (the last one up to maxOffset).
- */
-export interface EpochEntryCache {
-  clusterName: string;
-  brokerName: string;
-  brokerId: number;
-  epochList: { epoch: number; startOffset: number; endOffset: number }[];
-  maxOffset: number;
+  /**
+   * After a crash: where the log stops being known flushed (RecoveryReport.unsyncedFrom), or
+   * undefined. The first reconcile cuts there too (./replica-epochs.ts): the master sends it whole.
+   */
+  recoveredUnsynced(): number | undefined;
 }
 
 export interface FailoverStatus {
@@ -105,6 +102,8 @@ export class BrokerFailover {
   #retry: TimerHandle | undefined;
   #stopped = false;
   #waitLogged = false;
+  /** The first reconcile of this start has taken the crash's unflushed tail into account. */
+  #unsyncedCut = false;
 
   constructor(o: BrokerFailoverOptions) {
     this.#o = o;
@@ -184,15 +183,9 @@ export class BrokerFailover {
 
   /** GET_BROKER_EPOCH_CACHE: this replica's epochs and where its log ends. */
   epochCache(): EpochEntryCache {
-    const epochs = readEpochs(this.#o.storeDir);
-    const maxOffset = this.#o.roles.confirmedOffset();
-    return {
-      clusterName: this.#o.broker.brokerClusterName,
-      brokerName: this.#o.broker.brokerName,
-      brokerId: this.#election?.role === "master" ? 0 : (this.#replicaId ?? -1),
-      epochList: epochs.map((e, i) => ({ epoch: e.epoch, startOffset: e.startOffset, endOffset: epochs[i + 1]?.startOffset ?? maxOffset })),
-      maxOffset,
-    };
+    const b = this.#o.broker;
+    const brokerId = this.#election?.role === "master" ? 0 : (this.#replicaId ?? -1);
+    return epochCacheOf(this.#o.storeDir, { clusterName: b.brokerClusterName, brokerName: b.brokerName, brokerId }, this.#o.roles.confirmedOffset());
   }
 
   /**
@@ -215,8 +208,17 @@ export class BrokerFailover {
     if (masterEpoch < known) return `${masterAddr} is master of epoch ${masterEpoch}, the group is at epoch ${known}`;
     const dir = this.#o.storeDir;
     const localMax = this.#o.roles.confirmedOffset();
-    const point = consistentPoint(readEpochs(dir), localMax, remote, cache.maxOffset);
+    // Once per start: what a crash left unflushed is cut at the first master met (it has it whole).
+    const unsynced = this.#unsyncedCut ? undefined : this.#o.roles.recoveredUnsynced();
+    this.#unsyncedCut = true;
+    // Two cuts, each kept in truncated/ under its own name: what the group never had, then what
+    // this replica's crash left unflushed (the master holds it, and sends it again).
+    const point = cutPoint(dir, localMax, cache);
     if (point < localMax) this.#o.roles.truncate(point, "diverged");
+    if (unsynced !== undefined && unsynced < point) {
+      this.#o.log.warn(`failover: the log past ${unsynced} was not flushed before the crash; cut there, the master sends it again`);
+      this.#o.roles.truncate(unsynced, "unsynced");
+    }
     writeEpochs(dir, remote);
     return null;
   }

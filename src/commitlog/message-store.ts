@@ -191,6 +191,13 @@ export interface RecoveryReport {
   recordsScanned: number;
   truncatedBytes: number;
   corruptRanges: CorruptRange[];
+  /**
+   * After a crash: where the first record not wholly below the checkpoint's flushed offset starts
+   * (undefined after a clean stop, or when every record was flushed). What lies from here on may
+   * have lived only in the page cache and been torn where no CRC looks (topic, properties), so a
+   * replica cuts it and fetches it from its master again (../broker/replica-epochs.ts).
+   */
+  unsyncedFrom?: number;
   problems: string[];
 }
 
@@ -411,11 +418,15 @@ export class MessageStore {
     // After a crash, units of records at or past what the checkpoint claimed durable may be lost
     // or torn (they are flushed lazily): the CommitLog rewrites them instead of trusting them.
     const rewriteFrom = !abnormal ? Number.MAX_SAFE_INTEGER : cpValid ? cp.dispatchedOffset : firstOffset;
+    // After a crash, what lies past the checkpoint's flushed offset may exist only in the page cache.
+    const unsyncedAt = !abnormal ? Number.MAX_SAFE_INTEGER : cpValid ? cp.commitLogFlushedOffset : firstOffset;
+    let unsyncedRecord: number | undefined;
     const scan = scanCommitLog(
       segments,
       scanFrom,
       checkCrc,
       (rec, offset) => {
+        if (unsyncedRecord === undefined && offset + rec.totalSize > unsyncedAt) unsyncedRecord = offset;
         if (offset >= dispatchFrom) this.#dispatchRecord(rec, offset, offset >= rewriteFrom);
       },
       resyncLimit,
@@ -426,9 +437,7 @@ export class MessageStore {
     if (scan.truncatedBytes > 0) problems.push(`commitlog: torn tail of ${scan.truncatedBytes} bytes at ${scan.endOffset} truncated`);
 
     // Apply: cut the log at its real end, drop index units that point past it.
-    // After a crash, what lies past the checkpoint's flushed offset may exist only in the page cache.
-    const unsyncedFrom = !abnormal ? Number.MAX_SAFE_INTEGER : cpValid ? cp.commitLogFlushedOffset : firstOffset;
-    this.#cutAt(scan.endOffset, abnormal, unsyncedFrom);
+    this.#cutAt(scan.endOffset, abnormal, unsyncedAt);
     this.#recoveryProblems = null;
     this.recovery = {
       abnormal,
@@ -438,6 +447,7 @@ export class MessageStore {
       recordsScanned: scan.records,
       truncatedBytes: scan.truncatedBytes,
       corruptRanges: scan.corruptRanges,
+      ...(unsyncedRecord !== undefined && unsyncedRecord < scan.endOffset ? { unsyncedFrom: unsyncedRecord } : {}),
       problems,
     };
   }

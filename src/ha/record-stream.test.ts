@@ -242,6 +242,29 @@ describe("RecordStream", () => {
     expect(Buffer.from(img.bytes.subarray(0, log.length)).equals(Buffer.from(copy))).toBe(true);
   });
 
+  test("a damaged range to the segment end, then the master's last record in the next segment: that record is handed out without waiting for more", () => {
+    // The carry holds the damaged bytes not yet judged; the next segment's bytes join them in one
+    // buffer. Resync stops at the segment end, and the search must go on in what follows at once:
+    // a master with nothing more to send never feeds again (HA simulation seed 3381240769).
+    const lastInSeg = recordStarts.filter((o) => o < SEGMENT).at(-1)!;
+    const next = recordStarts.find((o) => o >= SEGMENT)!;
+    const end = recordStarts.find((o) => o > next)!;
+    const copy = log.slice();
+    copy.fill(0x55, lastInSeg, SEGMENT);
+    const img = new Image(0);
+    run(new RecordStream(SEGMENT, 0), copy, img, 0, end, 5000);
+    for (const cut of [5000, 97]) {
+      const img2 = new Image(0);
+      img2.bytes.set(img.bytes.subarray(0, lastInSeg));
+      img2.end = lastInSeg;
+      const again = run(new RecordStream(SEGMENT, lastInSeg, lastInSeg), copy, img2, lastInSeg, end, cut);
+      expect(again.invalid).toBeUndefined();
+      expect(again.damaged.at(-1)!.to).toBe(SEGMENT);
+      expect(again.records).toEqual([next]);
+      expect(img2.end).toBe(end);
+    }
+  });
+
   test("a master with bigger segments is caught at the first record that crosses this store's segment end", () => {
     const rs = new RecordStream(SEGMENT / 2, 0);
     let why = "";

@@ -83,7 +83,7 @@ export const RequestCode = {
   GET_SUBSCRIPTIONGROUP_CONFIG: 352,
   /** 5.x: a pull from DefaultLitePullConsumer (PULL_MESSAGE with the LITE_PULL sys flag), answered as PULL_MESSAGE. */
   LITE_PULL_MESSAGE: 361,
-  /** 5.x controller mode: a broker's epoch history (EpochEntryCache); here, with broker.failover.enable. */
+  /** 5.x controller mode: a broker's epoch history (EpochEntryCache); here, every broker (src/broker/replica-epochs.ts). */
   GET_BROKER_EPOCH_CACHE: 1007,
 } as const;
 

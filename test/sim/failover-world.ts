@@ -322,6 +322,7 @@ class FailoverWorld {
       fetchEpochCache: (addr) => this.fetchEpochCache(r, addr),
       truncate: (offset, why) => this.truncate(r, offset, why),
       recoveredDamage: () => (r.store.recovery?.abnormal ? r.store.recovery.corruptRanges[0]?.from : undefined),
+      recoveredUnsynced: () => (r.store.recovery?.abnormal ? r.store.recovery.unsyncedFrom : undefined),
     };
   }
 
@@ -400,11 +401,11 @@ class FailoverWorld {
     });
   }
 
-  truncate(r: Replica, offset: number, why: "diverged" | "damaged"): void {
+  truncate(r: Replica, offset: number, why: "diverged" | "damaged" | "unsynced"): void {
     const before = logBytes(r.store);
-    // F3: nothing acknowledged lies in a range cut as diverged. A damaged range's cut drops this
-    // replica's copies of messages the master still holds (F2 checks every later master has them).
-    for (const a of why === "damaged" ? [] : this.acks) {
+    // F3: nothing acknowledged lies in a range cut as diverged. A damaged or unsynced range's cut
+    // drops this replica's copies of messages the master still holds (F2 checks every later master has them).
+    for (const a of why !== "diverged" ? [] : this.acks) {
       if (a.phy + a.bytes.length <= offset || a.phy + a.bytes.length > before.length) continue;
       if (equalRange(a.bytes, before.subarray(a.phy), 0, a.bytes.length) < 0) {
         this.fail(`F3: r${r.idx} truncates its log at ${offset} (end ${before.length}), cutting message ${a.id} at ${a.phy}, acknowledged by r${a.by} at epoch ${a.epoch}`);
@@ -741,8 +742,17 @@ class FailoverWorld {
   }
 
   describe(): string {
+    const m = this.live().find((r) => r.isMaster);
+    const mb = m ? logBytes(m.store) : undefined;
     return this.replicas
-      .map((r, i) => (r ? `r${i}: ${r.isMaster ? "master" : "replica"} ${JSON.stringify(r.failover.summary())} end ${r.store.maxPhyOffset}` : `r${i}: down`))
+      .map((r, i) => {
+        if (!r) return `r${i}: down`;
+        const diff = mb && r !== m ? equalRange(mb, logBytes(r.store), 0, Math.min(mb.length, r.store.maxPhyOffset)) : -1;
+        return (
+          `r${i}: ${r.isMaster ? "master" : "replica"} ${JSON.stringify(r.failover.summary())} writable ${r.failover.status().writable}` +
+          ` end ${r.store.maxPhyOffset} dispatched ${r.store.dispatchedOffset}${diff >= 0 ? ` differs from the master at ${diff}` : ""}`
+        );
+      })
       .join("; ");
   }
 

@@ -4,10 +4,16 @@
  * (./clock.ts), every choice drawn from one seeded PRNG. `runSimulation(seed)` returns what
  * happened, or throws on the first broken invariant with the step and the seed in the message.
  *
+ * The brokers' fixed-role epochs run as in the broker (src/broker/replica-epochs.ts): the master
+ * begins an epoch at each start, the slave cuts what its crash left unflushed at start and, before
+ * each connection, where its log parts from the master's epochs. The `epochs` files go to a temp
+ * folder on the real disk (written atomically, they survive every crash); the stores stay on MemDisk.
+ *
  * Invariants checked:
  *   I1  the slave's CommitLog is a byte-for-byte prefix of the master's (after a master crash that
- *       lost a tail the slave already had, the slave's bytes past the master's end must equal that
- *       lost tail, and the slave must take nothing more until an operator rebuilds it);
+ *       lost a tail the slave already had, the slave's bytes past the restarted master's recovered
+ *       end must equal that lost tail and it takes nothing more, until its next connection cuts
+ *       them: kept whole in truncated/);
  *   I2  every message acknowledged after SYNC_FLUSH is in the master's CommitLog after any master
  *       crash; every message acknowledged after a SYNC_MASTER slave ack is on the master or the
  *       slave after a master crash (a single failure);
@@ -26,6 +32,10 @@ import { type FlushDiskType } from "../../src/protocol/broker-config.ts";
 import { decodeRecordAt, parseHostAddress } from "../../src/common/message-record.ts";
 import type { Logger, LogLevel } from "../../src/common/log.ts";
 import { HAClient, HAService } from "../../src/ha/index.ts";
+import { cutUnsynced, epochCacheOf, reconcileWithMaster, startMasterEpoch } from "../../src/broker/replica-epochs.ts";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { prng } from "../harness/fuzz.ts";
 import { SimClock, type ClockView } from "./clock.ts";
 import { simStoreBase } from "./store-options.ts";
@@ -49,8 +59,11 @@ export interface SimResult {
   crashes: { master: number; slave: number };
   cleanRestarts: number;
   tornFiles: number;
-  slaveRebuilds: number;
+  /** Cuts the slave made where its log parted from the master's (a lost tail), and their bytes. */
+  slaveCuts: { count: number; bytes: number };
   lostAfterDoubleFailure: number;
+  /** SYNC_MASTER acks the master lost in a crash and the slave then cut to match it (kept in truncated/). */
+  cutFromSlave: number;
   /** Recoveries that kept a record whose never-flushed topic/properties were torn (see checkRecovered). */
   tornTailsAccepted: number;
   link: SimNet["stats"];
@@ -94,13 +107,20 @@ export class InvariantError extends Error {
 
 /**
  * Where a recovered log first differs from what the process had written, outside the ranges
- * recovery reported as damaged (never served): -1 if it is a prefix. `inRecordTail` tells whether
- * that byte lies in the topic/properties of a record, the part BODYCRC does not cover.
+ * recovery reported as damaged (never served) and `skip`: -1 if it is a prefix. `inRecordTail`
+ * tells whether that byte lies in the topic/properties of a record (`record`), the part BODYCRC
+ * does not cover.
  */
-function firstDifference(before: Uint8Array, after: Uint8Array, store: MessageStore): { at: number; inRecordTail: boolean } {
-  const at = equalRange(before, after, 0, Math.min(before.length, after.length), [...store.corruptRanges, ...paddingRanges(store)]);
+function firstDifference(
+  before: Uint8Array,
+  after: Uint8Array,
+  store: MessageStore,
+  skip: readonly { from: number; to: number }[],
+): { at: number; inRecordTail: boolean; record?: { from: number; to: number } } {
+  const at = equalRange(before, after, 0, Math.min(before.length, after.length), [...store.corruptRanges, ...paddingRanges(store), ...skip]);
   if (at < 0) return { at: after.length > before.length ? before.length : -1, inRecordTail: false };
   let inRecordTail = false;
+  let record: { from: number; to: number } | undefined;
   for (const seg of store.commitLog.segments) {
     if (at < seg.fileFromOffset || at >= seg.fileFromOffset + seg.wrotePosition) continue;
     let pos = 0;
@@ -112,26 +132,30 @@ function firstDifference(before: Uint8Array, after: Uint8Array, store: MessageSt
       if (at >= start && at < start + r.totalSize) {
         const bodyEnd = start + 88 + new DataView(buf.buffer, buf.byteOffset + pos + 84, 4).getInt32(0);
         inRecordTail = at >= bodyEnd;
+        record = { from: start, to: start + r.totalSize };
         break;
       }
       pos += r.totalSize;
     }
   }
-  return { at, inRecordTail };
+  return record ? { at, inRecordTail, record } : { at, inRecordTail };
 }
 
 export async function runSimulation(seed: number, opts: SimOptions): Promise<SimResult> {
   const trace: string[] | null = opts.trace ? [] : null;
+  const epochDir = mkdtempSync(join(tmpdir(), "rocketbun-sim-epochs-"));
   try {
-    return await run(seed, opts, trace);
+    return await run(seed, opts, trace, epochDir);
   } catch (e) {
     // The end of the trace says what led here; the whole run replays with the same seed.
     if (trace) process.stderr.write(`sim: trace of seed ${seed} (last 80 events):\n${trace.slice(-80).join("\n")}\n`);
     throw e;
+  } finally {
+    rmSync(epochDir, { recursive: true, force: true });
   }
 }
 
-async function run(seed: number, opts: SimOptions, trace: string[] | null): Promise<SimResult> {
+async function run(seed: number, opts: SimOptions, trace: string[] | null, epochDir: string): Promise<SimResult> {
   const rng = prng(seed);
   const sim = new SimClock();
   const note = (m: string) => trace?.push(`${sim.now} ${m}`);
@@ -186,9 +210,16 @@ async function run(seed: number, opts: SimOptions, trace: string[] | null): Prom
   let master: Master | null = null;
   let slave: Slave | null = null;
 
+  const masterEpochs = join(epochDir, "m");
+  const slaveEpochs = join(epochDir, "s");
+  mkdirSync(masterEpochs);
+  mkdirSync(slaveEpochs);
+
   const startMaster = (): Master => {
     const clock = sim.view();
     const store = MessageStore.open(storeOptions(MASTER_DIR, clock, disk.view(clock), false));
+    const e = startMasterEpoch(masterEpochs, store.maxPhyOffset, new SimLogger("epochs-master", trace, () => sim.now));
+    note(`master epoch ${e.epoch} begins at ${e.startOffset}`);
     const ha = new HAService({
       host: HA_HOST,
       port: HA_PORT,
@@ -211,6 +242,8 @@ async function run(seed: number, opts: SimOptions, trace: string[] | null): Prom
   const startSlave = (): Slave => {
     const clock = sim.view();
     const store = MessageStore.open(storeOptions(SLAVE_DIR, clock, disk.view(clock), true));
+    const epochLog = new SimLogger("epochs-slave", trace, () => sim.now);
+    cutUnsynced(store, epochLog);
     const client = new HAClient({
       store,
       masterHaAddr: () => `${HA_HOST}:${HA_PORT}`,
@@ -221,6 +254,16 @@ async function run(seed: number, opts: SimOptions, trace: string[] | null): Prom
       log: new SimLogger("ha-slave", trace, () => sim.now),
       clock,
       transport: net.endpoint("slave", clock),
+      // The broker asks the master over remoting (GET_BROKER_EPOCH_CACHE); here it reads it.
+      beforeConnect: () => {
+        const m = master;
+        if (m === null) return Promise.resolve("the master is down");
+        const end = store.maxPhyOffset;
+        const cache = epochCacheOf(masterEpochs, { clusterName: "sim", brokerName: "sim", brokerId: 0 }, m.store.maxPhyOffset);
+        reconcileWithMaster(slaveEpochs, store, cache, epochLog);
+        slaveReconciled(store, end);
+        return Promise.resolve(null);
+      },
     });
     client.start();
     note(`slave up, recovered end ${store.maxPhyOffset}: ${JSON.stringify(store.recovery?.problems ?? [])}`);
@@ -236,10 +279,12 @@ async function run(seed: number, opts: SimOptions, trace: string[] | null): Prom
   const acks: Ack[] = [];
   /** Replica-acked messages that survived a master crash only on the slave. */
   const slaveOnly = new Set<Ack>();
-  /** After a master crash that lost bytes the slave had: what the master had written there. */
+  /**
+   * After a master crash that lost a tail, until the slave reconnects (and cuts): what that master
+   * had written, from where it was lost. The slave may hold those bytes (sent before the crash, or
+   * still in flight), never others, and takes nothing else.
+   */
   let lostTail: { from: number; bytes: Uint8Array; slaveEnd: number } | null = null;
-  /** The last master crash: what it had written and where its recovered log ended. */
-  let lastMasterCrash: { before: Uint8Array; recoveredEnd: number } | null = null;
   const result: SimResult = {
     seed,
     config,
@@ -250,8 +295,9 @@ async function run(seed: number, opts: SimOptions, trace: string[] | null): Prom
     crashes: { master: 0, slave: 0 },
     cleanRestarts: 0,
     tornFiles: 0,
-    slaveRebuilds: 0,
+    slaveCuts: { count: 0, bytes: 0 },
     lostAfterDoubleFailure: 0,
+    cutFromSlave: 0,
     tornTailsAccepted: 0,
     link: net.stats,
     masterEnd: 0,
@@ -272,22 +318,39 @@ async function run(seed: number, opts: SimOptions, trace: string[] | null): Prom
     if (!master || !slave) return;
     const m = logBytes(master.store);
     const s = logBytes(slave.store);
-    const common = Math.min(m.length, s.length);
-    const skip = [...slave.store.corruptRanges, ...master.store.corruptRanges, ...paddingRanges(master.store), ...paddingRanges(slave.store)];
-    const at = equalRange(m, s, 0, common, skip);
+    // Past a lost tail the restarted master writes other records than the slave may still hold.
+    const shared = Math.min(m.length, s.length, lostTail ? lostTail.from : Number.MAX_SAFE_INTEGER);
+    const skip = [...slave.store.corruptRanges, ...master.store.corruptRanges, ...paddingRanges(master.store), ...paddingRanges(slave.store), ...masterTorn];
+    const at = equalRange(m, s, 0, shared, skip);
     if (at >= 0) fail(`slave CommitLog differs from the master's at ${at} (master end ${m.length}, slave end ${s.length})`);
-    if (s.length > m.length) {
-      // Bytes the crashed master sent can reach the slave after its restart (a partition held
-      // them, and they arrive when it heals): the lost tail shows only then. They can be only what
-      // that master had written, so that bounds what the slave may hold (seed 2).
-      if (!lostTail && lastMasterCrash && m.length === lastMasterCrash.recoveredEnd && s.length <= lastMasterCrash.before.length) {
-        lostTail = { from: m.length, bytes: lastMasterCrash.before, slaveEnd: lastMasterCrash.before.length };
-        note(`slave got ${s.length - m.length} bytes the crashed master had sent and lost`);
-      }
-      if (!lostTail) return fail(`slave end ${s.length} is past the master's end ${m.length} without a master crash explaining it`);
-      const bad = equalRange(lostTail.bytes, s, m.length, s.length);
-      if (bad >= 0) fail(`slave byte at ${bad} (past the master's end) is not what the crashed master had written there`);
-      if (s.length > lostTail.slaveEnd) fail(`slave took bytes past ${lostTail.slaveEnd} after the master lost its tail`);
+    if (lostTail && s.length > lostTail.from) {
+      if (s.length > lostTail.slaveEnd) fail(`slave took bytes past ${lostTail.slaveEnd} after the master lost its tail, before cutting it`);
+      const bad = equalRange(lostTail.bytes, s, lostTail.from, s.length);
+      if (bad >= 0) fail(`slave byte at ${bad} (past the restarted master's recovered end) is not what the crashed master had written there`);
+    } else if (s.length > m.length) {
+      fail(`slave end ${s.length} is past the master's end ${m.length} without a master crash explaining it`);
+    }
+  };
+
+  /**
+   * The slave reconciled with the running master (beforeConnect): a lost tail is cut now (kept
+   * whole in truncated/); replica acks that lived only in it are gone with it (cutFromSlave).
+   */
+  const slaveReconciled = (store: MessageStore, endBefore: number): void => {
+    const end = store.maxPhyOffset;
+    if (lostTail && end > lostTail.from) fail(`the slave reconnected keeping ${end - lostTail.from} bytes past ${lostTail.from}, which the restarted master lost`);
+    lostTail = null;
+    if (end >= endBefore) return;
+    result.slaveCuts.count++;
+    result.slaveCuts.bytes += endBefore - end;
+    note(`slave cut its log at ${end} (was ${endBefore}) to match the master's epochs`);
+    const kept = [...disk.files.entries()].find(([name]) => name.startsWith(`${SLAVE_DIR}/truncated/${end}-`))?.[1].data;
+    if (!kept || kept.length !== endBefore - end) fail(`the ${endBefore - end} bytes the slave cut at ${end} are not kept whole in truncated/`);
+    for (const a of [...slaveOnly]) {
+      if (a.phy + a.bytes.length <= end) continue;
+      slaveOnly.delete(a);
+      acks.splice(acks.indexOf(a), 1);
+      result.cutFromSlave++;
     }
   };
 
@@ -305,20 +368,29 @@ async function run(seed: number, opts: SimOptions, trace: string[] | null): Prom
     }
   };
 
+  /**
+   * Records a recovered master kept torn in topic/properties (KNOWN below): the master serves them
+   * so, and a slave that received them whole before the crash keeps them whole, so I1 looks past them.
+   */
+  const masterTorn: { from: number; to: number }[] = [];
+
   /** I3 after a crash: the recovered log is a prefix of what was written (damage reported aside). */
-  const checkRecovered = (before: Uint8Array, after: Uint8Array, store: MessageStore, who: string): void => {
-    const d = firstDifference(before, after, store);
-    if (d.at < 0) return;
-    const what = `recovered ${who} log (end ${after.length}) is not a prefix of what it had written (end ${before.length}), first difference at ${d.at}`;
-    // RocketMQ's record layout has no checksum over topic and properties (BODYCRC covers the body):
-    // a tear inside them, in bytes that were never flushed, passes recovery. Known, counted, and
-    // fatal only with SIM_STRICT=1 (see docs/ARCHITECTURE.md, test/sim).
-    if (d.inRecordTail && process.env.SIM_STRICT !== "1") {
+  const checkRecovered = (before: Uint8Array, after: Uint8Array, store: MessageStore, who: "master" | "slave"): void => {
+    const torn: { from: number; to: number }[] = [];
+    for (;;) {
+      const d = firstDifference(before, after, store, torn);
+      if (d.at < 0) break;
+      const what = `recovered ${who} log (end ${after.length}) is not a prefix of what it had written (end ${before.length}), first difference at ${d.at}`;
+      // RocketMQ's record layout has no checksum over topic and properties (BODYCRC covers the body):
+      // a tear inside them, in bytes that were never flushed, passes recovery. Known, counted, and
+      // fatal only with SIM_STRICT=1 (see docs/STORAGE.md §10.6, test/sim). A slave cuts them
+      // (it cuts everything unflushed at start); a master keeps them.
+      if (!d.inRecordTail || !d.record || process.env.SIM_STRICT === "1") fail(what);
       result.tornTailsAccepted++;
-      note(`KNOWN: ${what} (inside a record's topic/properties)`);
-      return;
+      note(`KNOWN: ${what} (inside a record's topic/properties, record [${d.record!.from}, ${d.record!.to}))`);
+      torn.push(d.record!);
     }
-    fail(what);
+    if (who === "master") masterTorn.push(...torn);
   };
 
   // ------------------------------------------------------------------ faults
@@ -338,14 +410,14 @@ async function run(seed: number, opts: SimOptions, trace: string[] | null): Prom
     await sim.advance(rng.int(0, 2000));
     master = startMaster();
     const after = logBytes(master.store);
-    lastMasterCrash = { before, recoveredEnd: after.length };
     checkRecovered(before, after, master.store, "master");
     checkQueues(master.store, "master after recovery");
-    // Bytes the master sent before it died still reach the slave while it is down (TCP delivers
-    // what was in flight): the slave's end is taken now, not at the crash.
-    const slaveNow = slave ? slave.store.maxPhyOffset : 0;
-    if (slave && Math.max(slaveEnd, slaveNow) > after.length && !lostTail)
-      lostTail = { from: after.length, bytes: before, slaveEnd: Math.max(slaveEnd, slaveNow) };
+    // Bytes the master sent before it died can still reach the slave (TCP delivers what was in
+    // flight), so any lost tail counts, whatever the slave held at the crash. A second crash
+    // before the slave reconnected can only lose more of the same log.
+    if (lostTail) lostTail.from = Math.min(lostTail.from, after.length);
+    else if (after.length < before.length) lostTail = { from: after.length, bytes: before, slaveEnd: before.length };
+    note(`master recovered to ${after.length} (slave end ${slaveEnd} at the crash)`);
     checkAcksAfterMasterRecovery();
   };
 
@@ -411,25 +483,6 @@ async function run(seed: number, opts: SimOptions, trace: string[] | null): Prom
       slave = startSlave();
       checkQueues(slave.store, "slave after clean restart");
     }
-  };
-
-  /** The operator's answer to a slave holding bytes its master lost: empty it and let it copy again. */
-  const rebuildSlave = async (): Promise<void> => {
-    if (!slave) return;
-    checkHalted();
-    result.slaveRebuilds++;
-    note(`rebuilding the slave (it holds ${slave.store.maxPhyOffset - lostTail!.from} bytes the master lost)`);
-    slave.client.stop();
-    await shutdownStore(slave.store);
-    slave.clock.dead = true;
-    disk.wipe(SLAVE_DIR);
-    for (const a of [...slaveOnly]) {
-      acks.splice(acks.indexOf(a), 1);
-      result.lostAfterDoubleFailure++;
-    }
-    slaveOnly.clear();
-    lostTail = null;
-    slave = startSlave();
   };
 
   // ------------------------------------------------------------------ workload
@@ -518,16 +571,12 @@ async function run(seed: number, opts: SimOptions, trace: string[] | null): Prom
       if (master) checkQueues(master.store, "master");
       if (slave) checkQueues(slave.store, "slave");
     }
-    // An operator notices a slave stuck past its master's end after a while.
-    if (lostTail && rng.bool(0.02)) await rebuildSlave();
   }
 
-  // Quiet period: no faults; everything acknowledged so far must be on the master; the slave
-  // must catch up (after a rebuild if the master lost bytes the slave had).
+  // Quiet period: no faults; the slave must catch up (after cutting what the master lost).
   net.faults = NO_FAULTS;
   if (net.partitioned) net.heal();
   await sim.advance(4000);
-  if (lostTail) await rebuildSlave();
   const caughtUp = await sim.until(
     () => slave!.store.maxPhyOffset === master!.store.maxPhyOffset && slave!.store.dispatchedOffset === slave!.store.maxPhyOffset,
     60_000,
