@@ -192,7 +192,7 @@ export interface RecoveryReport {
   truncatedBytes: number;
   corruptRanges: CorruptRange[];
   /**
-   * After a crash: where the first record not wholly below the checkpoint's flushed offset starts
+   * After a crash: where the last record wholly below the checkpoint's flushed offset ends
    * (undefined after a clean stop, or when every record was flushed). What lies from here on may
    * have lived only in the page cache and been torn where no CRC looks (topic, properties), so a
    * replica cuts it and fetches it from its master again (../broker/replica-epochs.ts).
@@ -420,13 +420,17 @@ export class MessageStore {
     const rewriteFrom = !abnormal ? Number.MAX_SAFE_INTEGER : cpValid ? cp.dispatchedOffset : firstOffset;
     // After a crash, what lies past the checkpoint's flushed offset may exist only in the page cache.
     const unsyncedAt = !abnormal ? Number.MAX_SAFE_INTEGER : cpValid ? cp.commitLogFlushedOffset : firstOffset;
-    let unsyncedRecord: number | undefined;
+    // Where the last record wholly below the flushed offset ends: what follows may be torn, BLANK
+    // padding included (recovery reads a BLANK marker's size and magic, never the zeros after it:
+    // a power cut left garbage there in failover sim seed 2519189422, and the replica's bytes then
+    // differed from its master's).
+    let syncedEnd = scanFrom;
     const scan = scanCommitLog(
       segments,
       scanFrom,
       checkCrc,
       (rec, offset) => {
-        if (unsyncedRecord === undefined && offset + rec.totalSize > unsyncedAt) unsyncedRecord = offset;
+        if (offset + rec.totalSize <= unsyncedAt && offset + rec.totalSize > syncedEnd) syncedEnd = offset + rec.totalSize;
         if (offset >= dispatchFrom) this.#dispatchRecord(rec, offset, offset >= rewriteFrom);
       },
       resyncLimit,
@@ -447,7 +451,7 @@ export class MessageStore {
       recordsScanned: scan.records,
       truncatedBytes: scan.truncatedBytes,
       corruptRanges: scan.corruptRanges,
-      ...(unsyncedRecord !== undefined && unsyncedRecord < scan.endOffset ? { unsyncedFrom: unsyncedRecord } : {}),
+      ...(abnormal && syncedEnd < scan.endOffset ? { unsyncedFrom: syncedEnd } : {}),
       problems,
     };
   }
@@ -842,7 +846,9 @@ export class MessageStore {
     this.#disk.mkdirs(dir);
     const file = join(dir, `${offset}-${max}.commitlog`);
     this.#disk.writeFileAtomic(file, Buffer.concat(parts));
-    this.#cutAt(offset, false);
+    // What lies below the cut but past the flushed end is synced by the cut: truncateTo counts
+    // everything it keeps as flushed, and the next checkpoint would claim it durable.
+    this.#cutAt(offset, false, this.commitLog.flushedOffset);
     this.#log.warn(`truncated the CommitLog at ${offset}: ${max - offset} bytes, ${records} records past the point shared with the master, kept in ${file}`);
     return { records, bytes: max - offset, file };
   }
