@@ -11,7 +11,8 @@
  *   --smoke        3,000 messages, W3 for 1 s, W6 on 50 topics (implies nothing about the peers)
  *   --no-peers     skip ../shared/bench-peers
  *   --peers-from F read the peers' figures from an existing all.jsonl instead of running them
- *   --cpu-prof     run the broker from the sources under `bun --cpu-prof-md` (profile in the results folder)
+ *   --cpu-prof     run the broker from the sources under `bun --cpu-prof-md` (profile in the results folder);
+ *                  with --rocketmq also RocketBun's broker under the Java client (one profile per flush mode)
  *   --only LIST    RocketBun workloads to run, e.g. W1,W2 (default all: W1,W2,W3,W4,W5,W1s,W6)
  *   --out DIR      results folder (default bench/results)
  *   --keep         keep the temp folder (binary, stores, logs)
@@ -381,10 +382,12 @@ async function rocketmqRuns(
   versions: RocketmqVersion[],
   p: WorkloadParams,
   tmp: string,
+  profDir: string | null,
 ): Promise<{ rows: Result[]; note: string; ours: Result[] }> {
   let binary = a.binary ?? join(tmp, "rocketbun");
   if (!existsSync(binary)) build((binary = join(tmp, "rocketbun")));
-  const r = await runRocketmqPeers(binary, versions, tmp, p, log);
+  // --cpu-prof: RocketBun's broker under the Java client is profiled too (from the sources).
+  const r = await runRocketmqPeers(binary, versions, tmp, p, log, profDir ?? undefined);
   if (r.rows.length === 0) {
     log(`RocketMQ peers ${r.note}`);
     return { ...r, ours: [] };
@@ -414,7 +417,7 @@ export async function main(argv: string[]): Promise<Report> {
   let apacheOurs: Result[] = [];
   try {
     rocketbun = await runRocketbun(a, p, tmp, profDir);
-    if (a.rocketmq) ({ rows: rocketmq, note: rocketmqNote, ours: apacheOurs } = await rocketmqRuns(a, a.rocketmq, p, tmp));
+    if (a.rocketmq) ({ rows: rocketmq, note: rocketmqNote, ours: apacheOurs } = await rocketmqRuns(a, a.rocketmq, p, tmp, profDir));
   } finally {
     if (!a.keep) rmSync(tmp, { recursive: true, force: true });
   }
