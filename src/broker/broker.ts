@@ -62,6 +62,9 @@ import { cutUnsynced, epochCacheOf, reconcileWithMaster, startMasterEpoch } from
  * The broker's configuration: the schema's broker, store and remoting sections exactly as loaded
  * and checked (src/config/schema.ts is the one place a key, its default and its range are named).
  */
+/** How often a slave that cannot check its master's epochs says so. */
+const HOUR_MS = 3_600_000;
+
 export interface BrokerOptions {
   broker: Config["broker"];
   store: Config["store"];
@@ -586,7 +589,8 @@ export class BrokerController {
   /** GET_BROKER_EPOCH_CACHE with fixed roles: this broker's own epochs. */
   #fixedEpochCache(ctx: BrokerContext): EpochEntryCache {
     const s = ctx.settings;
-    return epochCacheOf(this.#o.store.dir, { clusterName: this.#o.broker.brokerClusterName, brokerName: s.brokerName, brokerId: s.brokerId }, ctx.store.maxPhyOffset);
+    const id = { clusterName: this.#o.broker.brokerClusterName, brokerName: s.brokerName, brokerId: s.brokerId };
+    return epochCacheOf(this.#o.store.dir, id, ctx.store.maxPhyOffset);
   }
 
   /**
@@ -599,13 +603,15 @@ export class BrokerController {
     if (addr === undefined) {
       if (!this.#o.broker.haMasterAddress) return "the master's address is not known yet (the name server names it at registration)";
       // broker.haMasterAddress names only the HA port: with no master registered, nobody to ask.
-      this.#log.rateLimited("warn", "no-master-epochs", "replication: no master is registered (broker.haMasterAddress is set): this slave cannot check where their logs part", 3_600_000);
+      const why = "no master is registered (broker.haMasterAddress is set)";
+      this.#log.rateLimited("warn", "no-master-epochs", `replication: ${why}: this slave cannot check where their logs part`, HOUR_MS);
       return null;
     }
     const cache = await this.#fetchEpochCache(addr);
     if ("error" in cache) {
       if (cache.answered === undefined) return `its epochs could not be read: ${cache.error}`;
-      this.#log.rateLimited("warn", "no-master-epochs", `replication: the master keeps no epochs (${cache.error}); this slave cannot check where their logs part`, 3_600_000);
+      const why = `the master keeps no epochs (${cache.error})`;
+      this.#log.rateLimited("warn", "no-master-epochs", `replication: ${why}; this slave cannot check where their logs part`, HOUR_MS);
       return null;
     }
     reconcileWithMaster(this.#o.store.dir, ctx.store, cache, this.#log);
@@ -691,7 +697,9 @@ export class BrokerController {
         registerAs: (brokerId) => this.#registerAs(ctx, brokerId),
         confirmedOffset: () => ctx.store.maxPhyOffset,
         fetchEpochCache: (addr) => this.#fetchEpochCache(addr),
-        truncate: (offset) => void ctx.store.truncateTail(offset),
+        // An unsynced cut keeps nothing aside: the master holds those bytes and sends them again,
+        // and store/truncated/ holds only what the group never acknowledged.
+        truncate: (offset, why) => void ctx.store.truncateTail(offset, why !== "unsynced"),
         recoveredDamage: () => (ctx.store.recovery?.abnormal ? ctx.store.recovery.corruptRanges[0]?.from : undefined),
         recoveredUnsynced: () => (ctx.store.recovery?.abnormal ? ctx.store.recovery.unsyncedFrom : undefined),
       },

@@ -47,7 +47,7 @@ export interface FailoverRoles {
    * Cuts this replica's CommitLog at `offset` (what is past it is kept aside): "diverged", past the
    * point it shares with the master (bytes the group never acknowledged); "damaged", at a range its
    * own recovery found torn (the master's copy is fetched again); "unsynced", what its crash left
-   * unflushed (recoveredUnsynced).
+   * unflushed (recoveredUnsynced; not kept: the master sends it again).
    */
   truncate(offset: number, why: "diverged" | "damaged" | "unsynced"): void;
   /**
@@ -211,8 +211,8 @@ export class BrokerFailover {
     // Once per start: what a crash left unflushed is cut at the first master met (it has it whole).
     const unsynced = this.#unsyncedCut ? undefined : this.#o.roles.recoveredUnsynced();
     this.#unsyncedCut = true;
-    // Two cuts, each kept in truncated/ under its own name: what the group never had, then what
-    // this replica's crash left unflushed (the master holds it, and sends it again).
+    // Two cuts: what the group never had (kept in truncated/), then what this replica's crash left
+    // unflushed (dropped: the master holds it, and sends it again).
     const point = cutPoint(dir, localMax, cache);
     if (point < localMax) this.#o.roles.truncate(point, "diverged");
     if (unsynced !== undefined && unsynced < point) {

@@ -16,8 +16,10 @@
  *
  * After a crash a replica also cuts what was never flushed (RecoveryReport.unsyncedFrom): a tear
  * there can pass recovery, as no CRC covers a record's topic and properties, and the master has
- * those bytes whole. A slave with fixed roles cuts at start (cutUnsynced); a failover replica
- * cuts at its first reconcile (it may be the only holder until it knows a master).
+ * those bytes whole. A slave with fixed roles cuts at start (cutUnsynced), keeping the bytes in
+ * truncated/ (its master may be gone for good, and an operator promote it); a failover replica
+ * cuts at its first reconcile, when it knows its master holds them, and keeps nothing
+ * (BrokerFailover.reconcile: truncated/ holds only what the group never acknowledged).
  *
  * Messages a SYNC_MASTER acknowledged that the master then lost in a power cut (ASYNC_FLUSH) are
  * cut from the slave too: kept in truncated/, no longer served. Keeping them would serve other
@@ -40,7 +42,7 @@ export interface EpochEntryCache {
 export interface ReplicaStore {
   readonly maxPhyOffset: number;
   readonly recovery: { abnormal: boolean; unsyncedFrom?: number } | null;
-  truncateTail(offset: number): { records: number; bytes: number; file: string | null };
+  truncateTail(offset: number, keep?: boolean): { records: number; bytes: number; file: string | null };
 }
 
 /** The epoch cache a broker answers GET_BROKER_EPOCH_CACHE with: its epochs and where its log ends. */

@@ -814,12 +814,14 @@ export class MessageStore {
   }
 
   /**
-   * Automatic failover: a replica whose log went past the point it shares with its new master
-   * (bytes the group never acknowledged) cuts it there. The bytes cut are first kept whole in
-   * `<dir>/truncated/<from>-<to>.commitlog` (CommitLog records, for inspection; never served),
-   * then removed as recovery removes a torn tail. Only a read-only store (a replica) is cut.
+   * A replica whose log went past the point it shares with its master (bytes the group never
+   * acknowledged) cuts it there (../broker/replica-epochs.ts). With `keep`, the bytes cut are first
+   * kept whole in `<dir>/truncated/<from>-<to>.commitlog` (CommitLog records, for inspection; never
+   * served); without it (a failover replica's unflushed tail, which its master sends again) they
+   * are only dropped. Then they are removed as recovery removes a torn tail. Only a read-only store
+   * (a replica) is cut.
    */
-  truncateTail(offset: number): { records: number; bytes: number; file: string | null } {
+  truncateTail(offset: number, keep = true): { records: number; bytes: number; file: string | null } {
     assert(this.#o.readOnly === true, "only a replica's store is truncated (the store takes writes)");
     this.reput();
     const max = this.commitLog.maxOffset;
@@ -842,14 +844,18 @@ export class MessageStore {
       parts.push(bytes);
       pos = seg.fileFromOffset + seg.fileSize;
     }
-    const dir = join(this.#o.dir, "truncated");
-    this.#disk.mkdirs(dir);
-    const file = join(dir, `${offset}-${max}.commitlog`);
-    this.#disk.writeFileAtomic(file, Buffer.concat(parts));
+    let file: string | null = null;
+    if (keep) {
+      const dir = join(this.#o.dir, "truncated");
+      this.#disk.mkdirs(dir);
+      file = join(dir, `${offset}-${max}.commitlog`);
+      this.#disk.writeFileAtomic(file, Buffer.concat(parts));
+    }
     // What lies below the cut but past the flushed end is synced by the cut: truncateTo counts
     // everything it keeps as flushed, and the next checkpoint would claim it durable.
     this.#cutAt(offset, false, this.commitLog.flushedOffset);
-    this.#log.warn(`truncated the CommitLog at ${offset}: ${max - offset} bytes, ${records} records past the point shared with the master, kept in ${file}`);
+    const where = file !== null ? `kept in ${file}` : "not kept (the master sends them again)";
+    this.#log.warn(`truncated the CommitLog at ${offset}: ${max - offset} bytes, ${records} records, ${where}`);
     return { records, bytes: max - offset, file };
   }
 

@@ -411,11 +411,16 @@ class FailoverWorld {
         this.fail(`F3: r${r.idx} truncates its log at ${offset} (end ${before.length}), cutting message ${a.id} at ${a.phy}, acknowledged by r${a.by} at epoch ${a.epoch}`);
       }
     }
-    const cut = r.store.truncateTail(offset);
+    const cut = r.store.truncateTail(offset, why !== "unsynced");
     this.note(`r${r.idx} truncated at ${offset}: ${cut.bytes} bytes, ${cut.records} records`);
     this.result.truncations.count++;
     this.result.truncations.bytes += cut.bytes;
     this.cuts.push({ replica: r.idx, from: offset, to: before.length });
+    if (why === "unsynced") {
+      // Dropped, not kept: store/truncated/ holds only what the group never acknowledged (F3).
+      if (cut.file !== null) this.fail(`F3: r${r.idx}'s unsynced cut at ${offset} was kept in ${cut.file}`);
+      return;
+    }
     const kept = cut.file ? this.disk.files.get(cut.file)?.data : undefined;
     if (!kept || equalRange(kept, before.subarray(offset), 0, before.length - offset) >= 0 || kept.length !== before.length - offset) {
       this.fail(`F3: the ${before.length - offset} bytes r${r.idx} cut at ${offset} are not kept whole in ${cut.file}`);
