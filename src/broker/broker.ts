@@ -58,13 +58,13 @@ import { TransactionalMessageService, type TransactionStats } from "./transactio
 import { clientsView, trafficCounters, type ClientsView, type TrafficCounters } from "./dashboard-info.ts";
 import { cutUnsynced, epochCacheOf, reconcileWithMaster, startMasterEpoch } from "./replica-epochs.ts";
 
+/** How often a slave that cannot check its master's epochs says so. */
+const HOUR_MS = 3_600_000;
+
 /**
  * The broker's configuration: the schema's broker, store and remoting sections exactly as loaded
  * and checked (src/config/schema.ts is the one place a key, its default and its range are named).
  */
-/** How often a slave that cannot check its master's epochs says so. */
-const HOUR_MS = 3_600_000;
-
 export interface BrokerOptions {
   broker: Config["broker"];
   store: Config["store"];

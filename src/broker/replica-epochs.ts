@@ -82,18 +82,17 @@ export function cutUnsynced(store: ReplicaStore, log: Logger): void {
 
 /**
  * Where a replica ending at `localMax` cuts its log before replicating from a master with `cache`:
- * the point the two epoch histories agree up to, and not past `unsyncedFrom` when given.
+ * the point the two epoch histories agree up to.
  */
-export function cutPoint(dir: string, localMax: number, cache: EpochEntryCache, unsyncedFrom?: number): number {
+export function cutPoint(dir: string, localMax: number, cache: EpochEntryCache): number {
   const remote = cache.epochList.map((e) => ({ epoch: e.epoch, startOffset: e.startOffset }));
-  const point = consistentPoint(readEpochs(dir), localMax, remote, cache.maxOffset);
-  return unsyncedFrom !== undefined && unsyncedFrom < point ? unsyncedFrom : point;
+  return consistentPoint(readEpochs(dir), localMax, remote, cache.maxOffset);
 }
 
 /** Cuts the replica's log at `cutPoint` (bytes kept in store/truncated/), then takes the master's epochs. */
-export function reconcileWithMaster(dir: string, store: ReplicaStore, cache: EpochEntryCache, log: Logger, unsyncedFrom?: number): void {
+export function reconcileWithMaster(dir: string, store: ReplicaStore, cache: EpochEntryCache, log: Logger): void {
   const localMax = store.maxPhyOffset;
-  const point = cutPoint(dir, localMax, cache, unsyncedFrom);
+  const point = cutPoint(dir, localMax, cache);
   if (point < localMax) {
     log.warn(`replication: this log parts from the master's at ${point} (its end ${localMax}); cut there (MessageStore logs what it kept aside)`);
     store.truncateTail(point);
