@@ -114,3 +114,41 @@ describe("FrameDecoder split tests", async () => {
     }
   });
 });
+
+describe("FrameDecoder memory for a partial frame", () => {
+  const big = encodeCommand({
+    code: 320,
+    language: "JAVA",
+    version: 409,
+    opaque: 9,
+    flag: 0,
+    serializeType: SerializeType.ROCKETMQ,
+    extFields: { b: "T" },
+    body: new Uint8Array(15 * 1024 * 1024).map((_, i) => (i * 7) & 0xff),
+  });
+
+  test("a peer that announces a 15 MiB frame and stalls holds at most 64 KiB or twice what it sent", () => {
+    for (const sent of [4, 8, 1000, 65_536, 300_000]) {
+      const d = new FrameDecoder({ frameSizeMaxBytes: 16 * 1024 * 1024 });
+      expect(commands(d.feed(big.subarray(0, sent)))).toEqual([]);
+      expect(d.bufferedBytes).toBe(sent);
+      expect(d.reservedBytes).toBeLessThanOrEqual(sent + Math.max(sent, 64 * 1024));
+    }
+  });
+
+  test("a frame arriving in 64 KiB reads grows its buffer a logarithmic number of times, not once per read", () => {
+    const d = new FrameDecoder({ frameSizeMaxBytes: 16 * 1024 * 1024 });
+    const sizes = new Set<number>();
+    let got: RemotingCommand[] = [];
+    for (let i = 0; i < big.length; i += 65_536) {
+      got = commands(d.feed(big.subarray(i, i + 65_536)));
+      if (d.reservedBytes > 0) sizes.add(d.reservedBytes);
+    }
+    // 241 reads; doubling from 128 KiB to 16 MiB is 8 sizes. Reallocating to stay a fixed distance
+    // ahead of every read (as the decoder once did past 1 MiB) made a new size per read.
+    expect(sizes.size).toBeLessThanOrEqual(10);
+    expect(got.length).toBe(1);
+    expect(got[0]!.body).toEqual(big.subarray(big.length - 15 * 1024 * 1024));
+    expect(d.reservedBytes).toBe(0);
+  });
+});
