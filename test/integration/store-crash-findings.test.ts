@@ -213,6 +213,9 @@ describe("store crash findings", () => {
 
     const recovered = open(crash);
     expect(recovered.recovery!.abnormal).toBe(true);
+    // The keys are indexed again after the store opens (src/commitlog/index-catch-up.ts).
+    await recovered.whenIndexed();
+    expect(recovered.indexCatchUp).toBeUndefined();
     const found = (key: string) => recovered.queryMessage("T", key, 4, 0, Date.now() + 60_000).messages.length;
     const lost = [...Array.from({ length: 10 }, (_, i) => `K${i}`), ...Array.from({ length: 10 }, (_, i) => `key${i}`), "K10"].filter(
       (k) => found(k) !== 1,

@@ -79,6 +79,8 @@ function spawnWriter(dir: string, mode: FlushDiskType, startSeq: number): Child 
       for (const line of lines) {
         if (line.startsWith("ack ")) acks.push(Number(line.slice(4)));
         else if (line.startsWith("ready ")) ready = JSON.parse(line.slice(6)) as RecoveryReport;
+        // After a crash the index's catch-up says when it starts and ends (src/commitlog/index-catch-up.ts).
+        else if (/ INFO +\[store\] index: /.test(line)) continue;
         else unexpected.push(line);
       }
     }
