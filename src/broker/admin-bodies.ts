@@ -215,7 +215,7 @@ export function runtimeInfo(ctx: BrokerContext, stats: BrokerStats): Record<stri
     pullThreadPoolQueueHeadWaitTimeMills: "0",
     queryThreadPoolQueueHeadWaitTimeMills: "0",
     pageCacheLockTimeMills: "0",
-    dispatchBehindBytes: String(Math.max(0, store.maxPhyOffset - store.dispatchedOffset)),
+    dispatchBehindBytes: String(Math.max(0, store.maxPhyOffset - store.indexedOffset)),
     remainHowManyDataToFlush: humanReadableBytes(Math.max(0, store.maxPhyOffset - store.commitLog.flushedOffset)),
     earliestMessageTimeStamp: String(store.getEarliestMessageTimeOverall()),
     startAcceptSendRequestTimeStamp: "0",

@@ -339,7 +339,9 @@ export function brokerMetricsState(ctx: BrokerContext, times: StoreTimeCache, co
       minPhyOffset: s.minPhyOffset,
       maxPhyOffset: s.maxPhyOffset,
       flushedOffset: s.commitLog.flushedOffset,
-      dispatchedOffset: s.dispatchedOffset,
+      // RocketMQ's dispatch feeds the ConsumeQueues and the index together; after a crash ours may
+      // lag for the index (src/commitlog/index-catch-up.ts), and "dispatch behind" says so.
+      dispatchedOffset: s.indexedOffset,
       diskUsageRatio: s.diskUsageRatio(),
       earliestMessageTimeMs: s.getEarliestMessageTimeOverall(),
     },

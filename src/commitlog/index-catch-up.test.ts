@@ -88,6 +88,9 @@ describe("index catch-up after a crash", () => {
     expect(behind.from).toBe(0);
     expect(behind.at).toBe(0);
     expect(behind.end).toBe(s.commitLog.maxOffset);
+    // What the broker's "dispatch behind" metric reads: the index's position while it lags.
+    expect(s.indexedOffset).toBe(0);
+    expect(s.dispatchedOffset).toBe(behind.end);
 
     // A put while the index is behind: stored and consumable, its key indexed later, in order.
     const late = await s.putMessage(message("T", 0, "late", { UNIQ_KEY: "ULATE", KEYS: "klate" }));
@@ -103,6 +106,7 @@ describe("index catch-up after a crash", () => {
       expect(slices).toBeLessThan(10);
     }
     expect(slices).toBe(2);
+    expect(s.indexedOffset).toBe(s.dispatchedOffset);
     expect(missing(s, [...allKeys(), "ULATE", "klate"])).toEqual([]);
     const shared = s.queryMessage("T", "shared", 32, 0, FOREVER()).messages;
     expect(shared.length).toBe(32);

@@ -1535,6 +1535,11 @@ export class MessageStore {
     return this.#reputOffset;
   }
 
+  /** Below this every record is in its ConsumeQueue and the index: dispatchedOffset, or less while the index catches up. */
+  get indexedOffset(): number {
+    return this.#indexCatchUp?.at ?? this.#reputOffset;
+  }
+
   /** ConsumeQueue units skipped by getMessage because the bytes they point at are not their record (torn units). */
   get unitsNotMatchingRecord(): number {
     return this.#unitsNotMatchingRecord;
