@@ -213,7 +213,8 @@ export class BrokerController {
       host: o.broker.listen.host,
       frameSizeMaxBytes: o.remoting.frameSizeMaxBytes,
       connectionBufferMaxBytes: o.remoting.connectionBufferMaxBytes,
-      limits: { maxConnections: o.remoting.maxConnections, idleTimeoutMs: o.remoting.idleTimeoutMs, frameTimeoutMs: o.remoting.frameTimeoutMs },
+      // maxConnections, idleTimeoutMs, frameTimeoutMs, partialFramesMaxBytes (ConnectionLimits).
+      limits: o.remoting,
       // ACL first: a refused request is counted by the stats hook with its refusal.
       hooks: this.#acl ? [this.#acl, this.#requestStats] : [this.#requestStats],
       network: o.network,

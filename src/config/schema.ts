@@ -38,6 +38,7 @@ export interface Config {
     maxConnections: number;
     idleTimeoutMs: number;
     frameTimeoutMs: number;
+    partialFramesMaxBytes: number;
   };
   namesrv: {
     listen: HostPort;
@@ -257,6 +258,15 @@ export const KEYS: readonly KeyDef[] = [
     unit: "ms",
     roles: ALL,
     doc: "a frame (or TLS handshake) begun must be complete within this, or the connection is closed (slow senders); 0 = never",
+  },
+  {
+    key: "remoting.partialFramesMaxBytes",
+    type: int(0),
+    unit: "bytes",
+    roles: ALL,
+    doc:
+      "memory all connections of one remoting port may hold for frames still arriving (peers that announce big frames and stall); " +
+      "the connection whose read takes it past this is closed with a warning; 0 = no limit",
   },
 
   { key: "namesrv.listen", type: listenType, roles: NAMESRV_ROLES, doc: "name server remoting address (HOST:PORT; port 0 = any free port)" },
@@ -781,6 +791,7 @@ export function defaultConfig(role: Role): Config {
       maxConnections: 50_000,
       idleTimeoutMs: 120_000,
       frameTimeoutMs: 30_000,
+      partialFramesMaxBytes: 512 * MiB,
     },
     namesrv: {
       listen: namesrvListen,

@@ -97,7 +97,8 @@ export class NamesrvController {
       port: ns.listen.port,
       frameSizeMaxBytes: opts.remoting.frameSizeMaxBytes,
       connectionBufferMaxBytes: opts.remoting.connectionBufferMaxBytes,
-      limits: { maxConnections: opts.remoting.maxConnections, idleTimeoutMs: opts.remoting.idleTimeoutMs, frameTimeoutMs: opts.remoting.frameTimeoutMs },
+      // maxConnections, idleTimeoutMs, frameTimeoutMs, partialFramesMaxBytes (ConnectionLimits).
+      limits: opts.remoting,
       log: scope("namesrv-remoting"),
       hooks: this.#acl ? [this.#acl, this.#requestStats] : [this.#requestStats],
       ...(opts.tls ? { tls: opts.tls } : {}),

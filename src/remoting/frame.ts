@@ -28,8 +28,14 @@ export const FRAME_SIZE_MAX_BYTES_DEFAULT = 16 * 1024 * 1024;
 /** A header longer than this is refused even inside a large frame (3-byte field allows 16 MiB). */
 export const HEADER_SIZE_MAX_BYTES = 1024 * 1024;
 export const EXT_FIELDS_MAX = 1024;
-/** How far beyond the bytes received a partial frame's buffer is sized in advance. */
-const PREALLOCATE_AHEAD_MAX_BYTES = 1024 * 1024;
+/**
+ * How far beyond the bytes received a partial frame's buffer is sized in advance: as many bytes as
+ * arrived, at least 64 KiB. It was a flat 1 MiB, which let a peer that announces a 16 MiB frame
+ * and stalls hold 1 MiB of the broker for every few bytes it sent (issue #18's stalled frames); now
+ * a stalled peer holds at most twice what it sent (or 64 KiB), and a frame that keeps arriving
+ * still grows by doubling, so a large pull response is copied about once as it assembles.
+ */
+const PREALLOCATE_AHEAD_MIN_BYTES = 64 * 1024;
 
 export interface FrameLimits {
   frameSizeMaxBytes: number;
@@ -124,6 +130,11 @@ export function encodeCommand(cmd: RemotingCommand): Uint8Array {
   return out;
 }
 
+/** A frame's length word at `p` (big-endian, unsigned). */
+function frameLengthAt(b: Uint8Array, p: number): number {
+  return ((b[p]! << 24) | (b[p + 1]! << 16) | (b[p + 2]! << 8) | b[p + 3]!) >>> 0;
+}
+
 /** Big-endian, by hand: no DataView (and so no ArrayBuffer materialised) per frame. */
 function writeUint32(b: Uint8Array, p: number, n: number): void {
   b[p] = n >>> 24;
@@ -152,6 +163,11 @@ export class FrameDecoder {
   /** Bytes buffered waiting for the rest of a frame. */
   get bufferedBytes(): number {
     return this.#pendingLength;
+  }
+
+  /** Bytes held for the partial frame (its buffer's size, at least bufferedBytes). */
+  get reservedBytes(): number {
+    return this.#pendingLength > 0 ? this.#pending!.length : 0;
   }
 
   feed(chunk: Uint8Array): RemotingCommand[] | Invalid {
@@ -219,7 +235,10 @@ export class FrameDecoder {
       this.#pendingLength = need;
       return pending.subarray(0, need);
     }
-    const grown = allocUninitialized(Math.max(need, pending.length * 2));
+    // Doubling, but never past the end of the frame being assembled when its length is in.
+    const len = this.#pendingLength;
+    const frameEnd = len >= FRAME_LENGTH_FIELD_SIZE ? FRAME_LENGTH_FIELD_SIZE + frameLengthAt(pending, 0) : Infinity;
+    const grown = allocUninitialized(Math.max(need, Math.min(pending.length * 2, frameEnd)));
     grown.set(pending.subarray(0, this.#pendingLength));
     grown.set(chunk, this.#pendingLength);
     this.#pending = grown;
@@ -237,13 +256,17 @@ export class FrameDecoder {
     }
     // The partial frame's whole size is known once its length word is in: size the buffer for
     // it at once, so the reads that complete it are appended without regrowing (and copying).
-    // At most 1 MiB ahead of what arrived: a peer that only announces a big frame gets no more.
+    // Never more ahead than PREALLOCATE_AHEAD_MIN_BYTES or what arrived (see there).
     let want = Math.max(rest, 4096);
     if (rest >= FRAME_LENGTH_FIELD_SIZE) {
-      const length = ((buf[pos]! << 24) | (buf[pos + 1]! << 16) | (buf[pos + 2]! << 8) | buf[pos + 3]!) >>> 0;
-      want = Math.max(want, Math.min(FRAME_LENGTH_FIELD_SIZE + length, rest + PREALLOCATE_AHEAD_MAX_BYTES));
+      const length = frameLengthAt(buf, pos);
+      want = Math.max(want, Math.min(FRAME_LENGTH_FIELD_SIZE + length, rest + Math.max(rest, PREALLOCATE_AHEAD_MIN_BYTES)));
     }
-    if (this.#pending !== null && buf.buffer === this.#pending.buffer && this.#pending.length >= want) {
+    // Already in #pending (which holds it): kept there, moved to the front. #append doubles the
+    // buffer when the next read does not fit, so a frame larger than the first read's estimate is
+    // copied O(log n) times; reallocating here to keep the estimate ahead of every read (as this
+    // did) copied a frame over 1 MiB once per read.
+    if (this.#pending !== null && buf.buffer === this.#pending.buffer) {
       this.#pending.copyWithin(0, pos, buf.length);
     } else {
       const next = this.#pending === null || this.#pending.length < want ? allocUninitialized(want) : this.#pending;

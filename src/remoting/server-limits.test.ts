@@ -136,4 +136,32 @@ describe("remoting connection limits (real sockets)", () => {
     expect(chatty.closed).toBe(false);
     await waitFor(() => s.socketCount === 1, 2000, "only the chatty socket to be counted");
   });
+
+  test("partialFramesMaxBytes: peers holding partial frames add up to the limit; the one past it is closed; the others finish", async () => {
+    const { s, log } = server({ maxConnections: 0, idleTimeoutMs: 0, frameTimeoutMs: 0, partialFramesMaxBytes: 1 << 20 });
+    // Pings with a 900 KiB body. A partial frame holds what arrived and at most as much again,
+    // never more than the whole frame (frame.ts).
+    const big = encodeCommand(createRequest(PING, undefined, new Uint8Array(900 * 1024)));
+    const a = await peer(s.port);
+    const b = await peer(s.port);
+    const c = await peer(s.port);
+    const good = await peer(s.port);
+    a.socket.write(big.subarray(0, 100 * 1024));
+    b.socket.write(big.subarray(0, 100 * 1024));
+    // A connection is made at its first byte: these two are A's and B's.
+    await waitFor(() => s.connectionCount === 2, 2000, "A's and B's first reads");
+    await Bun.sleep(50);
+    // A and B hold 128–200 KiB each; all of C's frame but a byte (900 KiB) takes the port past 1 MiB.
+    c.socket.write(big.subarray(0, big.length - 1));
+    await waitFor(() => c.closed, 2000, "the peer past the limit to be closed");
+    expect(a.closed || b.closed).toBe(false);
+    expect(log.lines.some((l) => l.level === "warn" && /over remoting\.partialFramesMaxBytes \(1\.0 MiB\)/.test(l.msg))).toBe(true);
+    expect((await good.ping()).code).toBe(ResponseCode.SUCCESS);
+    // B leaves, and its charge is returned: A may now grow to its whole frame, and is answered.
+    b.socket.end();
+    await waitFor(() => s.connectionCount === 2, 2000, "B's close");
+    a.socket.write(big.subarray(100 * 1024));
+    await waitFor(() => a.responses.length === 1 || a.closed, 3000, "A's answer");
+    expect(a.responses.map((r) => r.code)).toEqual([ResponseCode.SUCCESS]);
+  });
 });

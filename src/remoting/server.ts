@@ -46,6 +46,11 @@ export interface ConnectionLimits {
   idleTimeoutMs: number;
   /** A frame (or TLS handshake) begun must complete within this; 0 = never. */
   frameTimeoutMs: number;
+  /**
+   * Memory all connections of the port may hold for frames still arriving; the connection whose
+   * read takes the total past it is closed. 0 = no limit. Absent: no limit.
+   */
+  partialFramesMaxBytes?: number;
 }
 
 /**
@@ -75,6 +80,8 @@ export class RemotingServer {
   #watch: ConnectionWatch | undefined;
   #received = 0;
   #gcRequestedAt = 0;
+  /** Sum of the connections' partialCharged (remoting.partialFramesMaxBytes). */
+  #partialBytes = 0;
 
   constructor(opts: RemotingServerOptions) {
     this.#opts = opts;
@@ -135,6 +142,7 @@ export class RemotingServer {
           handshakeTimeoutMs: limits.frameTimeoutMs,
         }
       : {};
+    const partialMax = limits?.partialFramesMaxBytes ?? 0;
     // One listener for every TLS mode; each connection is classified by its first byte.
     this.#listener = listenTls<RemotingConnection>(
       { hostname: opts.host, port: opts.port, log: opts.log, ...listenLimits, ...(opts.tls ? { tls: opts.tls } : {}) },
@@ -144,13 +152,40 @@ export class RemotingServer {
         data: (conn, chunk) => {
           this.#received += chunk.length;
           if (this.#received >= GC_EVERY_RECEIVED_BYTES) this.#maybeCollect();
-          conn.handleData(chunk);
+          if (partialMax > 0) this.#dataWithinBudget(conn, chunk, partialMax);
+          else conn.handleData(chunk);
         },
         drain: (conn) => conn.handleDrain(),
         close: (conn) => conn.handleClosed(),
       },
     );
     return this.#listener.port;
+  }
+
+  /**
+   * remoting.partialFramesMaxBytes: frameSizeMaxBytes bounds one connection's frame, but 50,000
+   * connections each holding most of a 16 MiB frame (within frameTimeoutMs) would be 800 GB. The
+   * port's total is kept here, and the connection whose read takes it past the limit is closed.
+   */
+  #dataWithinBudget(conn: RemotingConnection, chunk: Uint8Array, max: number): void {
+    const before = conn.partialCharged;
+    conn.handleData(chunk);
+    // Closed: its close listener has taken its charge back.
+    if (conn.closed) return;
+    const now = conn.reservedBytes;
+    if (now === before) return;
+    this.#partialBytes += now - before;
+    conn.partialCharged = now;
+    if (now > before && this.#partialBytes > max) {
+      const mib = (n: number) => (n / 1048576).toFixed(1);
+      this.#opts.log.rateLimited(
+        "warn",
+        "partial-frames",
+        `closing ${conn.remoteAddress}: frames still arriving on port ${this.port} hold ${mib(this.#partialBytes)} MiB, ` +
+          `over remoting.partialFramesMaxBytes (${mib(max)} MiB)`,
+      );
+      conn.close();
+    }
   }
 
   #maybeCollect(): void {
@@ -174,6 +209,8 @@ export class RemotingServer {
     this.#connections.add(conn);
     this.#watch?.add(conn);
     conn.onClose((c) => {
+      this.#partialBytes -= c.partialCharged;
+      c.partialCharged = 0;
       this.#connections.delete(c);
       this.#watch?.remove(c);
       for (const l of this.#closeListeners) l(c);
