@@ -484,6 +484,7 @@ export class BrokerController {
         haServerAddr: `${this.#advertisedIp()}:${this.#ports.ha}`,
       },
       topics: () => ctx.topics.wrapper(),
+      frameSizeMaxBytes: o.remoting.frameSizeMaxBytes,
       periodMs: o.broker.registerNameServerPeriodMs,
       log: this.#log,
       clock: this.#clock,

@@ -29,6 +29,8 @@ export interface RegisterResult {
 }
 
 const REGISTER_TIMEOUT_MS = 6000;
+/** The frame's length words and a REGISTER_BROKER header, generously: what the body leaves room for. */
+const FRAME_OVERHEAD_BYTES = 1024;
 
 export class NamesrvRegistration {
   readonly #client: RemotingClient;
@@ -44,6 +46,7 @@ export class NamesrvRegistration {
   #lastSuccessAt = 0;
   /** Set by unregisterAll: nothing registers again (a late topic change must not undo the leave). */
   #stopped = false;
+  readonly #frameSizeMaxBytes: number;
 
   constructor(o: {
     client: RemotingClient;
@@ -55,7 +58,13 @@ export class NamesrvRegistration {
     onResult?: (r: RegisterResult) => void;
     /** Default: the system clock. */
     clock?: Clock;
+    /**
+     * remoting.frameSizeMaxBytes: a registration larger than this is refused by a name server with
+     * the same limit (it closes the connection); the failure then says so. Default: no check.
+     */
+    frameSizeMaxBytes?: number;
   }) {
+    this.#frameSizeMaxBytes = o.frameSizeMaxBytes ?? Number.POSITIVE_INFINITY;
     this.#clock = o.clock ?? systemClock;
     this.#client = o.client;
     this.#namesrvs = [...o.namesrvs];
@@ -135,8 +144,18 @@ export class NamesrvRegistration {
 
   async #registerWith(namesrvs: readonly string[]): Promise<RegisterResult[]> {
     if (this.#stopped) return [];
-    const body = jsonBytes({ filterServerList: [], topicConfigSerializeWrapper: this.#topics() });
+    const wrapper = this.#topics();
+    const body = jsonBytes({ filterServerList: [], topicConfigSerializeWrapper: wrapper });
     const crc = String(Bun.hash.crc32(body) & 0x7fffffff);
+    // Found by the port fuzz (issue #18): thousands of auto-created topics made the registration
+    // larger than the name server's frame limit; it closed the connection, and all the log said was
+    // "connection closed" while new topics silently got no route. RocketMQ has the same limit.
+    const tooBig =
+      body.length + FRAME_OVERHEAD_BYTES > this.#frameSizeMaxBytes
+        ? `the registration of ${Object.keys(wrapper.topicConfigTable).length} topics is ${body.length} bytes, over ` +
+          `remoting.frameSizeMaxBytes (${this.#frameSizeMaxBytes}): a name server with that limit refuses it, and new topics get no ` +
+          "route; raise remoting.frameSizeMaxBytes on the brokers and name servers, or delete unused topics"
+        : undefined;
     const results = await Promise.all(
       namesrvs.map(async (addr): Promise<RegisterResult> => {
         const req = createRequest(
@@ -164,7 +183,8 @@ export class NamesrvRegistration {
           }
           return r;
         } catch (e) {
-          return { namesrv: addr, ok: false, error: e instanceof Error ? e.message : String(e) };
+          const error = e instanceof Error ? e.message : String(e);
+          return { namesrv: addr, ok: false, error: tooBig === undefined ? error : `${error}; ${tooBig}` };
         }
       }),
     );
