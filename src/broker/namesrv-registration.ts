@@ -8,6 +8,7 @@ import { systemClock, type Clock, type TimerHandle } from "../common/clock.ts";
 import { jsonBytes, parseJsonBytes } from "../common/json.ts";
 import type { Logger } from "../common/log.ts";
 import { createRequest, RemotingClient, RequestCode, ResponseCode } from "../remoting/index.ts";
+import { encodeRegisterBrokerBodyCompressed } from "../protocol/register-broker-body.ts";
 import type { TopicConfigWrapper } from "./metadata.ts";
 
 export interface RegistrationIdentity {
@@ -142,20 +143,38 @@ export class NamesrvRegistration {
     return this.#registerWith(this.#namesrvs);
   }
 
+  /**
+   * The JSON body, or, when that would not fit in a frame, RocketMQ's compressed form (its broker
+   * option compressedRegister: zlib, a short text per topic; a Java 4.x name server reads it too).
+   * The compressed text carries no `order` or `topicSysFlag`, so it is only the fallback.
+   *
+   * Found by the port fuzz (issue #18): 2,356 auto-created topics made a 375 KB registration; the
+   * name server's frame limit (256 KiB there) closed the connection, all the log said was
+   * "connection closed", and new topics got no route. `tooBig`: what to say when even the
+   * compressed form does not fit (RocketMQ has the same limit).
+   */
+  #body(wrapper: TopicConfigWrapper): { body: Uint8Array; compressed: boolean; tooBig?: string } {
+    const json = jsonBytes({ filterServerList: [], topicConfigSerializeWrapper: wrapper });
+    const limit = this.#frameSizeMaxBytes - FRAME_OVERHEAD_BYTES;
+    if (json.length <= limit) return { body: json, compressed: false };
+    const topics = Object.keys(wrapper.topicConfigTable).length;
+    const body = encodeRegisterBrokerBodyCompressed({ ...wrapper, filterServerList: [] });
+    const what = `the registration of ${topics} topics is ${json.length} bytes, over remoting.frameSizeMaxBytes (${this.#frameSizeMaxBytes})`;
+    if (body.length <= limit) {
+      this.#log.rateLimited("warn", "register-compressed", `${what}: sent compressed (${body.length} bytes; routes lose topicSysFlag and order)`, 3_600_000);
+      return { body, compressed: true };
+    }
+    const tooBig =
+      `${what}, ${body.length} compressed: a name server with that limit refuses it, and new topics get no route; ` +
+      "raise remoting.frameSizeMaxBytes on the brokers and name servers, or delete unused topics";
+    return { body, compressed: true, tooBig };
+  }
+
   async #registerWith(namesrvs: readonly string[]): Promise<RegisterResult[]> {
     if (this.#stopped) return [];
     const wrapper = this.#topics();
-    const body = jsonBytes({ filterServerList: [], topicConfigSerializeWrapper: wrapper });
+    const { body, compressed, tooBig } = this.#body(wrapper);
     const crc = String(Bun.hash.crc32(body) & 0x7fffffff);
-    // Found by the port fuzz (issue #18): thousands of auto-created topics made the registration
-    // larger than the name server's frame limit; it closed the connection, and all the log said was
-    // "connection closed" while new topics silently got no route. RocketMQ has the same limit.
-    const tooBig =
-      body.length + FRAME_OVERHEAD_BYTES > this.#frameSizeMaxBytes
-        ? `the registration of ${Object.keys(wrapper.topicConfigTable).length} topics is ${body.length} bytes, over ` +
-          `remoting.frameSizeMaxBytes (${this.#frameSizeMaxBytes}): a name server with that limit refuses it, and new topics get no ` +
-          "route; raise remoting.frameSizeMaxBytes on the brokers and name servers, or delete unused topics"
-        : undefined;
     const results = await Promise.all(
       namesrvs.map(async (addr): Promise<RegisterResult> => {
         const req = createRequest(
@@ -166,7 +185,7 @@ export class NamesrvRegistration {
             clusterName: this.#id.clusterName,
             haServerAddr: this.#id.haServerAddr,
             brokerId: String(this.#id.brokerId),
-            compressed: "false",
+            compressed: String(compressed),
             bodyCrc32: crc,
           },
           body,

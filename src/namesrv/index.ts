@@ -13,4 +13,4 @@ export {
   encodeRegisterBrokerBodyCompressed,
   decodeRegisterBrokerBody,
   type RegisterBrokerBody,
-} from "./register-broker-body.ts";
+} from "../protocol/register-broker-body.ts";

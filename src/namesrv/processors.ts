@@ -21,7 +21,7 @@ import {
 } from "../remoting/index.ts";
 import { parseJsonBytes } from "../common/json.ts";
 import type { KvConfigManager } from "./kv-config.ts";
-import { decodeRegisterBrokerBody } from "./register-broker-body.ts";
+import { decodeRegisterBrokerBody } from "../protocol/register-broker-body.ts";
 import type { NamesrvConfigAccess } from "./namesrv.ts";
 import type { RouteInfoManager } from "./route-info-manager.ts";
 import type { DataVersion } from "../protocol/data-version.ts";

@@ -14,8 +14,8 @@
  * Input is validated into a typed body or a reason; nothing throws on bad bytes.
  */
 import { parseJsonBytes } from "../common/json.ts";
-import type { DataVersion } from "../protocol/data-version.ts";
-import type { TopicConfig } from "../protocol/topics.ts";
+import type { DataVersion } from "./data-version.ts";
+import type { TopicConfig } from "./topics.ts";
 
 /**
  * node:zlib on first use: only compressed register bodies need it (brokers send them with
