@@ -10,14 +10,17 @@
  *              memory of one idle connection is the RSS growth over the baseline divided by them)
  *   slowloris  `--slow` connections sending a frame a byte a second
  *   partial    `--slow` connections announcing a 16 MiB frame and stalling after 64 KiB
- *   storm      `--storm` loops connecting, sending one request and closing, without pause
+ *   storm      `--storm` loops connecting, sending one request and closing, without pause: as
+ *              fast as the broker lets them, so a faster broker meets a bigger storm
+ *   paced      the same at each of `--storm-rates` connections a second (open loop): a fleet of
+ *              clients reconnecting, at a rate that does not depend on the broker
  *
  * For each phase: the producer's msgs/s and its ratio to a baseline taken just before it (target
  * ≥ 0.80; also to the first baseline), ack p99, broker RSS and open fds. The flood runs on the
  * same 2 cores as the broker and the producer; the ratio includes that competition, as it would on
  * a real host. Not a test: nothing asserted.
  *
- *   npx bun bench/abuse/connections.ts [--seconds 8] [--idle 10000] [--slow 1000] [--storm 4] [--reps 3] [--binary FILE]
+ *   npx bun bench/abuse/connections.ts [--seconds 8] [--idle 10000] [--slow 1000] [--storm 4] [--storm-rates 500,1000,2000] [--reps 3] [--binary FILE]
  */
 import { mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -25,19 +28,21 @@ import { join } from "node:path";
 import { Producer } from "../../src/client/index.ts";
 import { AbuserProcess } from "./abuser.ts";
 import { Admin, benchBinary, PROJECT, startMaster, startNamesrv, type Proc } from "../lib/cluster.ts";
-import { closedLoop, randomBodies, round, rssBytes, sleep, stats } from "../lib/measure.ts";
+import { closedLoop, cpuSeconds, randomBodies, round, rssBytes, sleep, stats } from "../lib/measure.ts";
 
 interface Args {
   seconds: number;
   idle: number;
   slow: number;
   storm: number;
+  /** Paced storms: connections a second, one phase each. */
+  stormRates: number[];
   reps: number;
   binary: string | undefined;
 }
 
 function parseArgs(argv: string[]): Args {
-  const a: Args = { seconds: 8, idle: 10_000, slow: 1000, storm: 4, reps: 3, binary: undefined };
+  const a: Args = { seconds: 8, idle: 10_000, slow: 1000, storm: 4, stormRates: [500, 1000, 2000], reps: 3, binary: undefined };
   for (let i = 0; i < argv.length; i += 2) {
     const v = argv[i + 1] ?? "";
     if (argv[i] === "--seconds") a.seconds = Number(v);
@@ -45,6 +50,7 @@ function parseArgs(argv: string[]): Args {
     else if (argv[i] === "--slow") a.slow = Number(v);
     else if (argv[i] === "--storm") a.storm = Number(v);
     else if (argv[i] === "--reps") a.reps = Math.max(1, Number(v));
+    else if (argv[i] === "--storm-rates") a.stormRates = v === "" ? [] : v.split(",").map(Number);
     else if (argv[i] === "--binary") a.binary = v;
     else throw new Error(`unknown argument ${argv[i]}`);
   }
@@ -90,6 +96,9 @@ interface Phase {
   ack_p99_ms: number;
   broker_rss_mib: number;
   broker_fds: number;
+  /** CPU of one core the broker (and the abuser) took during the window, %. */
+  broker_cpu_pct: number;
+  flood_cpu_pct?: number;
   flood?: FloodCounters;
 }
 
@@ -121,7 +130,11 @@ async function main(): Promise<void> {
     let base = 0;
     let firstBase = 0;
     const measure = async (phase: string, flood?: Flood) => {
+      const cpu0 = [cpuSeconds(m.pid) ?? 0, flood ? (cpuSeconds(flood.proc.pid) ?? 0) : 0];
+      const t0 = performance.now();
       const r = await load();
+      const secs = (performance.now() - t0) / 1000;
+      const cpuPct = (pid: number, before: number) => round((((cpuSeconds(pid) ?? before) - before) / secs) * 100);
       if (phase.startsWith("baseline")) base = r.perS;
       if (firstBase === 0) firstBase = r.perS;
       const p: Phase = {
@@ -132,6 +145,8 @@ async function main(): Promise<void> {
         ack_p99_ms: round(r.p99, 2),
         broker_rss_mib: round((rssBytes(m.pid) ?? 0) / 2 ** 20, 1),
         broker_fds: fds(m.pid),
+        broker_cpu_pct: cpuPct(m.pid, cpu0[0]!),
+        ...(flood ? { flood_cpu_pct: cpuPct(flood.proc.pid, cpu0[1]!) } : {}),
         ...(flood ? { flood: { ...flood.last } } : {}),
       };
       phases.push(p);
@@ -144,6 +159,7 @@ async function main(): Promise<void> {
       ["slowloris", "slowloris", a.slow],
       ["partial", "partial", a.slow],
       ["storm", "storm", a.storm],
+      ...a.stormRates.map((r): [string, string, number] => [`paced storm ${r}/s`, "paced", r]),
     ];
     let perIdle = 0;
     /** One repetition of an abuse: a baseline, then the abuse; its ratio to that baseline. */
@@ -151,7 +167,7 @@ async function main(): Promise<void> {
       await measure(`baseline before ${phase} (${r})`);
       const f = new Flood(mode, m.addr, n);
       const settle = Date.now() + 60_000;
-      while (mode !== "storm" && f.last.opened < n && Date.now() < settle) await sleep(200);
+      while (mode !== "storm" && mode !== "paced" && f.last.opened < n && Date.now() < settle) await sleep(200);
       await sleep(1500);
       if (phase === "idle" && r === 1) {
         await sleep(2000);
@@ -181,10 +197,12 @@ async function main(): Promise<void> {
     mkdirSync(join(PROJECT, "bench/results"), { recursive: true });
     writeFileSync(file, JSON.stringify(out, null, 2) + "\n");
     process.stdout.write(
-      `\n| phase | msgs/s | × baseline before | × first baseline | ack p99 ms | broker RSS MiB | broker fds |\n|---|---:|---:|---:|---:|---:|---:|\n`,
+      `\n| phase | msgs/s | × baseline before | × first baseline | ack p99 ms | broker RSS MiB | broker fds | broker CPU % | abuser CPU % |\n` +
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for (const p of phases) {
-      process.stdout.write(`| ${p.phase} | ${p.msgs_per_s} | ${p.ratio} | ${p.ratio_to_first} | ${p.ack_p99_ms} | ${p.broker_rss_mib} | ${p.broker_fds} |\n`);
+      const cells = [p.phase, p.msgs_per_s, p.ratio, p.ratio_to_first, p.ack_p99_ms, p.broker_rss_mib, p.broker_fds, p.broker_cpu_pct, p.flood_cpu_pct ?? "–"];
+      process.stdout.write(`| ${cells.join(" | ")} |\n`);
     }
     process.stdout.write(`\n| abuse | × the baseline before it, each repetition | median |\n|---|---|---:|\n`);
     for (const x of summary) process.stdout.write(`| ${x.phase} | ${x.ratios.join(", ")} | ${median(x.ratios)} |\n`);

@@ -7,6 +7,8 @@
  *   slowloris N connections each sending one frame a byte a second (never completes in time)
  *   partial   N connections announcing a 16 MiB frame, sending 64 KiB of it, then nothing
  *   storm     N loops connecting, sending one heartbeat-sized request, and closing, at once again
+ *   paced     the same at N connections a second (open loop, at most 256 connecting at a time): a
+ *             fleet of clients reconnecting, at a rate that does not depend on how fast the broker is
  */
 import type { Socket } from "bun";
 
@@ -92,6 +94,29 @@ async function run(): Promise<void> {
       }
     };
     for (let i = 0; i < n; i++) void loop();
+  } else if (mode === "paced") {
+    const req = frame(34, 256);
+    let connecting = 0;
+    const one = async () => {
+      connecting++;
+      const s = await open();
+      connecting--;
+      if (s) {
+        counters.bytes += s.write(req);
+        s.end();
+      }
+    };
+    // Every 10 ms, the connections due by now (the timer's lateness is made up at the next tick).
+    const t0 = performance.now();
+    let started = 0;
+    setInterval(() => {
+      const due = Math.floor(((performance.now() - t0) / 1000) * n);
+      while (!stopping && started < due && connecting < 256) {
+        started++;
+        void one();
+      }
+      if (started < due) started = due;
+    }, 10);
   } else {
     throw new Error(`unknown mode ${mode}`);
   }
