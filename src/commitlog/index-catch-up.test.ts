@@ -75,6 +75,16 @@ function missing(s: MessageStore, keys: string[]): string[] {
   return keys.filter((k) => s.queryMessage("T", k, 4, 0, FOREVER()).messages.length !== 1);
 }
 
+/** The crashed store reopened, one slice of its catch-up done. */
+async function oneSliceIn(): Promise<{ crash: string; s: MessageStore }> {
+  const crash = await crashedStore();
+  const clock = new StepClock();
+  const s = open(options(crash, { clock }));
+  clock.step();
+  expect(s.indexCatchUp!.at).toBeGreaterThan(0);
+  return { crash, s };
+}
+
 const allKeys = () => Array.from({ length: RECORDS }, (_, i) => [`U${i}`, `k${i}`]).flat();
 
 describe("index catch-up after a crash", () => {
@@ -124,11 +134,7 @@ describe("index catch-up after a crash", () => {
   });
 
   test("a clean stop while the index is behind finishes it first: the next start has nothing to catch up", async () => {
-    const crash = await crashedStore();
-    const clock = new StepClock();
-    const s = open(options(crash, { clock }));
-    clock.step();
-    expect(s.indexCatchUp!.at).toBeGreaterThan(0);
+    const { crash, s } = await oneSliceIn();
     const waiting = s.whenIndexed();
     await s.shutdown();
     await waiting;
@@ -141,11 +147,7 @@ describe("index catch-up after a crash", () => {
   });
 
   test("a crash while the index is behind: the next start drops the unfinished file again and rebuilds it, without duplicates", async () => {
-    const crash = await crashedStore();
-    const clock = new StepClock();
-    const s = open(options(crash, { clock }));
-    clock.step();
-    expect(s.indexCatchUp!.at).toBeGreaterThan(0);
+    const { crash } = await oneSliceIn();
     const second = tempStoreDir("index-catch-up-crash2-");
     dirs.push(second);
     cpSync(crash, second, { recursive: true });
