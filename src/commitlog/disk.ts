@@ -116,12 +116,29 @@ class NodeSegmentFile implements SegmentFile {
     fdatasyncSync(this.#fd);
   }
 
+  /** fdatasyncs queued on the thread pool and not yet done: close() waits for them (see close). */
+  #syncing = 0;
+  #closeWhenSynced = false;
+
   sync(done: (err: Error | null) => void): void {
-    fdatasync(this.#fd, done);
+    this.#syncing++;
+    fdatasync(this.#fd, (err) => {
+      this.#syncing--;
+      if (this.#closeWhenSynced && this.#syncing === 0) closeSync(this.#fd);
+      done(err);
+    });
   }
 
+  /**
+   * Closes the descriptor, or, while an fdatasync of it is still queued, once that is done.
+   * Retention deletes segments (and index and queue files) while the flush services may be
+   * syncing them: closing at once failed the sync with EBADF, which stopped the store's writes
+   * (found by the soak, bench/soak), and a number reused by a new file meanwhile would have been
+   * synced in its place.
+   */
   close(): void {
-    closeSync(this.#fd);
+    if (this.#syncing > 0) this.#closeWhenSynced = true;
+    else closeSync(this.#fd);
   }
 }
 
