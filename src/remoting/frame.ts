@@ -49,7 +49,7 @@ export interface FrameLimits {
 export function decodeCommand(frame: Uint8Array): RemotingCommand | Invalid {
   // frame starts at the header-length word (the length word is already consumed). Read by hand:
   // a DataView would need frame.buffer, which makes JSC materialise the ArrayBuffer.
-  const word = ((frame[0]! << 24) | (frame[1]! << 16) | (frame[2]! << 8) | frame[3]!) >>> 0;
+  const word = readUint32(frame, 0);
   const type = word >>> 24;
   const headerLength = word & 0xffffff;
   if (headerLength > frame.length - FRAME_HEADER_LENGTH_FIELD_SIZE) return { invalid: "header length exceeds frame length" };
@@ -130,8 +130,8 @@ export function encodeCommand(cmd: RemotingCommand): Uint8Array {
   return out;
 }
 
-/** A frame's length word at `p` (big-endian, unsigned). */
-function frameLengthAt(b: Uint8Array, p: number): number {
+/** The big-endian unsigned word at `p` (a frame's length, its serialize-type/header-length word): writeUint32's reader. */
+function readUint32(b: Uint8Array, p: number): number {
   return ((b[p]! << 24) | (b[p + 1]! << 16) | (b[p + 2]! << 8) | b[p + 3]!) >>> 0;
 }
 
@@ -181,7 +181,7 @@ export class FrameDecoder {
     const out: RemotingCommand[] = [];
     let pos = 0;
     while (buf.length - pos >= FRAME_LENGTH_FIELD_SIZE) {
-      const length = ((buf[pos]! << 24) | (buf[pos + 1]! << 16) | (buf[pos + 2]! << 8) | buf[pos + 3]!) >>> 0;
+      const length = readUint32(buf, pos);
       if (length < FRAME_HEADER_LENGTH_FIELD_SIZE) return this.#fail(`frame length ${length} < 4`);
       if (length + FRAME_LENGTH_FIELD_SIZE > this.#frameSizeMaxBytes) {
         return this.#fail(`frame length ${length + FRAME_LENGTH_FIELD_SIZE} exceeds frameSizeMaxBytes ${this.#frameSizeMaxBytes}`);
@@ -237,7 +237,7 @@ export class FrameDecoder {
     }
     // Doubling, but never past the end of the frame being assembled when its length is in.
     const len = this.#pendingLength;
-    const frameEnd = len >= FRAME_LENGTH_FIELD_SIZE ? FRAME_LENGTH_FIELD_SIZE + frameLengthAt(pending, 0) : Infinity;
+    const frameEnd = len >= FRAME_LENGTH_FIELD_SIZE ? FRAME_LENGTH_FIELD_SIZE + readUint32(pending, 0) : Infinity;
     const grown = allocUninitialized(Math.max(need, Math.min(pending.length * 2, frameEnd)));
     grown.set(pending.subarray(0, this.#pendingLength));
     grown.set(chunk, this.#pendingLength);
@@ -259,7 +259,7 @@ export class FrameDecoder {
     // Never more ahead than PREALLOCATE_AHEAD_MIN_BYTES or what arrived (see there).
     let want = Math.max(rest, 4096);
     if (rest >= FRAME_LENGTH_FIELD_SIZE) {
-      const length = frameLengthAt(buf, pos);
+      const length = readUint32(buf, pos);
       want = Math.max(want, Math.min(FRAME_LENGTH_FIELD_SIZE + length, rest + Math.max(rest, PREALLOCATE_AHEAD_MIN_BYTES)));
     }
     // Already in #pending (which holds it): kept there, moved to the front. #append doubles the
