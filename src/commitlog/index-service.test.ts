@@ -275,6 +275,36 @@ describe("IndexService", () => {
     expect(syncs).toEqual([first!, second!]);
   });
 
+  test("a roll syncs the directory off the event loop; the next checkpoint flush waits for it, a stop's flush syncs it itself", async () => {
+    const calls: string[] = [];
+    let release = () => {};
+    const disk: StoreDisk = {
+      ...nodeDisk,
+      syncDir: (d) => (calls.push(`sync ${d}`), nodeDisk.syncDir(d)),
+      syncDirAsync: (d) => {
+        calls.push(`async ${d}`);
+        return new Promise<void>((r) => (release = r));
+      },
+    };
+    const svc = new IndexService({ dir, slotNum: 64, indexNum: 4, now: () => T0, disk });
+    open.push(svc);
+    svc.load();
+    svc.buildIndex(rec(100, { keys: "k" })); // the first file: a roll
+    expect(calls).toEqual([`async ${dir}`]);
+    let flushed = false;
+    const f = svc.flushAsync().then(() => (flushed = true));
+    await Bun.sleep(20);
+    expect(flushed).toBe(false);
+    release();
+    await f;
+    expect(flushed).toBe(true);
+    // Another roll, then a stop's synchronous flush before the thread pool answered.
+    for (let i = 2; i <= 5; i++) svc.buildIndex(rec(i * 100, { keys: "k" }));
+    expect(calls).toEqual([`async ${dir}`, `async ${dir}`]);
+    svc.flush();
+    expect(calls).toEqual([`async ${dir}`, `async ${dir}`, `sync ${dir}`]);
+  });
+
   test("a file left by a create that a crash interrupted is removed at load, not reported", () => {
     mkdirSync(dir, { recursive: true });
     writeFileSync(join(dir, "20240102030405006.creating"), new Uint8Array(100));

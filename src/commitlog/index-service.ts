@@ -109,6 +109,8 @@ export class IndexService {
   #files: Entry[] = [];
   #loaded = false;
   #writeError: Error | undefined;
+  /** The directory fsync of the newest roll while it runs on the thread pool (see #roll). */
+  #dirSync: Promise<void> | null = null;
 
   constructor(opts: IndexServiceOptions) {
     this.dir = opts.dir;
@@ -315,6 +317,7 @@ export class IndexService {
     this.#assertWritable();
     const last = this.#files.length - 1;
     try {
+      if (this.#dirSync !== null) await this.#dirSync;
       await Promise.all(this.#files.filter((e, i) => i < last || e.file.isFull()).map((e) => e.file.flushAsync()));
     } catch (e) {
       throw this.#fail(e);
@@ -339,6 +342,11 @@ export class IndexService {
   flush(): number {
     this.#assertWritable();
     try {
+      // A roll's directory sync still on the thread pool: done here too, so a stop's flush covers it.
+      if (this.#dirSync !== null) {
+        this.#disk.syncDir(this.dir);
+        this.#dirSync = null;
+      }
       for (const e of this.#files) e.file.flush();
     } catch (e) {
       throw this.#fail(e);
@@ -405,7 +413,11 @@ export class IndexService {
     }
     const file = IndexFile.create(join(this.dir, name), opts, this.#disk);
     this.#files.push({ name, file });
-    this.#disk.syncDir(this.dir);
+    // The new name made durable off the event loop; the next checkpoint flush waits for it.
+    const synced = this.#disk.syncDirAsync(this.dir).then(() => {
+      if (this.#dirSync === synced) this.#dirSync = null;
+    });
+    this.#dirSync = synced;
     return file;
   }
 

@@ -250,6 +250,10 @@ export class MemDiskView implements StoreDisk {
     this.alive();
   }
 
+  async syncDirAsync(dir: string): Promise<void> {
+    this.syncDir(dir);
+  }
+
   usedRatio(_dir: string): number {
     return 0.1;
   }
