@@ -15,12 +15,15 @@ export class AbuserProcess<C> {
 
   /**
    * `script` is relative to the project root; `initial` stands until the first line; `graceMs`:
-   * how long stop() waits for it to exit before SIGKILL (its own PID).
+   * how long stop() waits for it to exit before SIGKILL (its own PID); `niced`: at the lowest CPU
+   * priority (nice 19, which execs it: the PID is the abuser's), so it takes only the CPU the
+   * broker and the measured client leave, as an abuser on other hosts would.
    */
-  constructor(script: string, args: (string | number)[], initial: C, graceMs: number) {
+  constructor(script: string, args: (string | number)[], initial: C, graceMs: number, niced = false) {
     this.last = initial;
     this.#graceMs = graceMs;
-    const proc = Bun.spawn([process.execPath, join(PROJECT, script), ...args.map(String)], { stdin: "pipe", stdout: "pipe", stderr: "inherit" });
+    const argv = [process.execPath, join(PROJECT, script), ...args.map(String)];
+    const proc = Bun.spawn(niced ? ["nice", "-n", "19", ...argv] : argv, { stdin: "pipe", stdout: "pipe", stderr: "inherit" });
     this.proc = proc;
     void (async () => {
       const dec = new TextDecoder();

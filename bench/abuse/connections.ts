@@ -20,7 +20,14 @@
  * same 2 cores as the broker and the producer; the ratio includes that competition, as it would on
  * a real host. Not a test: nothing asserted.
  *
- *   npx bun bench/abuse/connections.ts [--seconds 8] [--idle 10000] [--slow 1000] [--storm 4] [--storm-rates 500,1000,2000] [--reps 3] [--binary FILE]
+ * `--connect-rate N` sets remoting.maxNewConnectionsPerSecondPerAddress on the master (the flood
+ * and the producer share 127.0.0.1: the producer connected before the flood starts); `--only`
+ * runs a subset of the abuses (idle, slowloris, partial, storm, paced); `--nice-abuser` runs the
+ * abuser at nice 19, so that it takes only the CPU the broker and the producer leave (an abuser on
+ * other hosts; without it, a closed-loop storm's own process takes a core of the two).
+ *
+ *   npx bun bench/abuse/connections.ts [--seconds 8] [--idle 10000] [--slow 1000] [--storm 4] [--storm-rates 500,1000,2000] [--reps 3]
+ *     [--connect-rate N] [--only storm,paced] [--nice-abuser] [--binary FILE]
  */
 import { mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -38,19 +45,30 @@ interface Args {
   /** Paced storms: connections a second, one phase each. */
   stormRates: number[];
   reps: number;
+  /** remoting.maxNewConnectionsPerSecondPerAddress on the master; undefined = its default (no limit). */
+  connectRate: number | undefined;
+  /** Run only these abuses (idle, slowloris, partial, storm, paced); empty = all. */
+  only: string[];
+  /** The abuser at nice 19: it takes only the CPU left over (as on other hosts). */
+  niceAbuser: boolean;
   binary: string | undefined;
 }
 
 function parseArgs(argv: string[]): Args {
-  const a: Args = { seconds: 8, idle: 10_000, slow: 1000, storm: 4, stormRates: [500, 1000, 2000], reps: 3, binary: undefined };
+  const a: Args = { seconds: 8, idle: 10_000, slow: 1000, storm: 4, stormRates: [500, 1000, 2000], reps: 3, connectRate: undefined, only: [], niceAbuser: false, binary: undefined };
   for (let i = 0; i < argv.length; i += 2) {
     const v = argv[i + 1] ?? "";
-    if (argv[i] === "--seconds") a.seconds = Number(v);
+    if (argv[i] === "--nice-abuser") {
+      a.niceAbuser = true;
+      i--;
+    } else if (argv[i] === "--seconds") a.seconds = Number(v);
     else if (argv[i] === "--idle") a.idle = Number(v);
     else if (argv[i] === "--slow") a.slow = Number(v);
     else if (argv[i] === "--storm") a.storm = Number(v);
     else if (argv[i] === "--reps") a.reps = Math.max(1, Number(v));
     else if (argv[i] === "--storm-rates") a.stormRates = v === "" ? [] : v.split(",").map(Number);
+    else if (argv[i] === "--connect-rate") a.connectRate = Number(v);
+    else if (argv[i] === "--only") a.only = v.split(",").filter((x) => x !== "");
     else if (argv[i] === "--binary") a.binary = v;
     else throw new Error(`unknown argument ${argv[i]}`);
   }
@@ -82,8 +100,8 @@ interface FloodCounters {
 
 /** ./flood.ts in its own process; `last` holds its latest counters. */
 class Flood extends AbuserProcess<FloodCounters> {
-  constructor(mode: string, addr: string, n: number) {
-    super("bench/abuse/flood.ts", [mode, addr, n], { open: 0, opened: 0, closedByServer: 0, refused: 0, bytes: 0 }, 5000);
+  constructor(mode: string, addr: string, n: number, niced: boolean) {
+    super("bench/abuse/flood.ts", [mode, addr, n], { open: 0, opened: 0, closedByServer: 0, refused: 0, bytes: 0 }, 5000, niced);
   }
 }
 
@@ -111,7 +129,9 @@ async function main(): Promise<void> {
   try {
     const ns = await startNamesrv({ binary }, join(tmp, "ns"));
     procs.push(ns);
-    const m = await startMaster({ binary }, join(tmp, "master"), { namesrv: ns.addr, storeDir: join(tmp, "store"), flushDiskType: "ASYNC_FLUSH", pullBatchMax: 32 });
+    const m = await startMaster({ binary }, join(tmp, "master"), { namesrv: ns.addr, storeDir: join(tmp, "store"), flushDiskType: "ASYNC_FLUSH", pullBatchMax: 32,
+      ...(a.connectRate !== undefined ? { connectRatePerAddress: a.connectRate } : {}),
+    });
     procs.push(m);
     const admin = new Admin(ns.addr, m.addr);
     await admin.createTopic("abuse", 8);
@@ -154,18 +174,19 @@ async function main(): Promise<void> {
     };
     await measure("baseline");
     const rssBase = rssBytes(m.pid) ?? 0;
-    const floods: [string, string, number][] = [
+    const all: [string, string, number][] = [
       ["idle", "idle", a.idle],
       ["slowloris", "slowloris", a.slow],
       ["partial", "partial", a.slow],
       ["storm", "storm", a.storm],
       ...a.stormRates.map((r): [string, string, number] => [`paced storm ${r}/s`, "paced", r]),
     ];
+    const floods = all.filter(([, mode]) => a.only.length === 0 || a.only.includes(mode));
     let perIdle = 0;
     /** One repetition of an abuse: a baseline, then the abuse; its ratio to that baseline. */
     const abuse = async (phase: string, mode: string, n: number, r: number): Promise<number> => {
       await measure(`baseline before ${phase} (${r})`);
-      const f = new Flood(mode, m.addr, n);
+      const f = new Flood(mode, m.addr, n, a.niceAbuser);
       const settle = Date.now() + 60_000;
       while (mode !== "storm" && mode !== "paced" && f.last.opened < n && Date.now() < settle) await sleep(200);
       await sleep(1500);

@@ -157,6 +157,8 @@ export interface MasterOptions {
   flushDiskType: FlushDiskType;
   /** Largest pull batch the broker serves from memory (RocketMQ's default is 32). */
   pullBatchMax: number;
+  /** remoting.maxNewConnectionsPerSecondPerAddress; absent = the default (no limit). */
+  connectRatePerAddress?: number;
 }
 
 /** The master's config for a benchmark run: RocketMQ's production sizes (1 GiB CommitLog segments). */
@@ -181,6 +183,7 @@ export function masterYaml(o: MasterOptions): string {
     "  consumeQueueUnitsPerFile: 300000",
     `  maxTransferCountOnMessageInMemory: ${o.pullBatchMax}`,
     `  maxTransferBytesOnMessageInMemory: ${Math.max(262144, o.pullBatchMax * 1400)}`,
+    ...(o.connectRatePerAddress !== undefined ? ["remoting:", `  maxNewConnectionsPerSecondPerAddress: ${o.connectRatePerAddress}`] : []),
     "",
   ].join("\n");
 }

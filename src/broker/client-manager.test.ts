@@ -203,4 +203,19 @@ describe("ProducerManager", () => {
     expect(pm.channels("P")).toEqual([]);
     pm.unregister("nobody", "x");
   });
+
+  test("a client id on a new connection is kept when its old connection closes; a re-registered one is dropped with its connection", () => {
+    const pm = new ProducerManager();
+    const old = conn();
+    const now = conn();
+    pm.register("P", channel("a", old));
+    pm.register("P", channel("a", now));
+    pm.onConnectionClosed(old);
+    expect(pm.channels("P").map((c) => c.conn)).toEqual([now]);
+    pm.unregister("P", "a");
+    pm.register("P", channel("a", now));
+    pm.register("Q", channel("a", now));
+    pm.onConnectionClosed(now);
+    expect(pm.groupNames()).toEqual([]);
+  });
 });

@@ -34,8 +34,34 @@ export interface ConsumerRegistration {
   channel: ClientChannel;
 }
 
+/**
+ * The (group, client id) memberships each connection has carried, so that a connection closing
+ * drops its own without a walk over every member of every group: in a reconnect storm among N
+ * connected clients that walk was N comparisons per close. Entries that unregister, expiry or a
+ * move to a new connection left behind are checked against the group and skipped.
+ */
+class MembershipIndex {
+  readonly #of = new WeakMap<RemotingConnection, Map<string, Set<string>>>();
+
+  add(conn: RemotingConnection, group: string, clientId: string): void {
+    let groups = this.#of.get(conn);
+    if (!groups) this.#of.set(conn, (groups = new Map()));
+    let ids = groups.get(group);
+    if (!ids) groups.set(group, (ids = new Set()));
+    ids.add(clientId);
+  }
+
+  /** What `conn` carried, forgotten: group → client ids. */
+  take(conn: RemotingConnection): Map<string, Set<string>> | undefined {
+    const groups = this.#of.get(conn);
+    this.#of.delete(conn);
+    return groups;
+  }
+}
+
 export class ConsumerManager {
   readonly #groups = new Map<string, ConsumerGroupInfo>();
+  readonly #index = new MembershipIndex();
   readonly #onMembersChanged: (group: string, members: ClientChannel[]) => void;
 
   constructor(onMembersChanged: (group: string, members: ClientChannel[]) => void) {
@@ -68,6 +94,7 @@ export class ConsumerManager {
     const prev = g.channels.get(r.channel.clientId);
     const membersChanged = !prev || prev.conn !== r.channel.conn;
     g.channels.set(r.channel.clientId, r.channel);
+    if (membersChanged) this.#index.add(r.channel.conn, r.group, r.channel.clientId);
     const subsChanged = updateSubscriptions(g.subscriptions, r.subscriptions);
     const changed = membersChanged || subsChanged;
     if (changed) this.#onMembersChanged(r.group, [...g.channels.values()]);
@@ -83,10 +110,12 @@ export class ConsumerManager {
 
   /** A connection closed: drop every membership it carried. */
   onConnectionClosed(conn: RemotingConnection): void {
-    for (const g of [...this.#groups.values()]) {
+    for (const [group, ids] of this.#index.take(conn) ?? []) {
+      const g = this.#groups.get(group);
+      if (!g) continue;
       let removed = false;
-      for (const [id, ch] of g.channels) {
-        if (ch.conn === conn) {
+      for (const id of ids) {
+        if (g.channels.get(id)?.conn === conn) {
           g.channels.delete(id);
           removed = true;
         }
@@ -178,10 +207,12 @@ function updateSubscriptions(table: Map<string, SubscriptionData>, subs: readonl
 
 export class ProducerManager {
   readonly #groups = new Map<string, Map<string, ClientChannel>>();
+  readonly #index = new MembershipIndex();
 
   register(group: string, ch: ClientChannel): void {
     let m = this.#groups.get(group);
     if (!m) this.#groups.set(group, (m = new Map()));
+    if (m.get(ch.clientId)?.conn !== ch.conn) this.#index.add(ch.conn, group, ch.clientId);
     m.set(ch.clientId, ch);
   }
 
@@ -193,8 +224,10 @@ export class ProducerManager {
   }
 
   onConnectionClosed(conn: RemotingConnection): void {
-    for (const [group, m] of this.#groups) {
-      for (const [id, ch] of m) if (ch.conn === conn) m.delete(id);
+    for (const [group, ids] of this.#index.take(conn) ?? []) {
+      const m = this.#groups.get(group);
+      if (!m) continue;
+      for (const id of ids) if (m.get(id)?.conn === conn) m.delete(id);
       if (m.size === 0) this.#groups.delete(group);
     }
   }

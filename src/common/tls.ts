@@ -371,6 +371,12 @@ export interface TlsListenOptions {
   maxConnections?: number;
   /** The config key named in the refusal (default "maxConnections"). */
   limitKey?: string;
+  /**
+   * Asked for each accepted socket before anything else, with the peer's host: a reason to refuse
+   * it, which closes it at once with a rate-limited warning, or undefined (remoting's
+   * per-address connection rate, src/remoting/connect-rate.ts).
+   */
+  admit?: (host: string) => string | undefined;
 }
 
 export interface TlsListener {
@@ -386,6 +392,7 @@ export function listenTls<U>(o: TlsListenOptions, h: AcceptHandlers<U>): TlsList
   const upgraded = new Set<Socket<Slot<U>>>();
   const timeoutMs = o.firstByteTimeoutMs ?? FIRST_BYTE_TIMEOUT_MS;
   const limit = o.maxConnections ?? 0;
+  const admit = o.admit;
   const count = { open: 0 };
   const release = (slot: Slot<U> | undefined): void => {
     if (slot?.counted !== true) return;
@@ -399,12 +406,12 @@ export function listenTls<U>(o: TlsListenOptions, h: AcceptHandlers<U>): TlsList
     socket: {
       binaryType: "uint8array",
       open: (s) => {
+        const host = admit ? s.remoteAddress : "";
+        const refusal = admit?.(host);
+        if (refusal !== undefined) return refuse(o, s, "connection-rate", `connection from ${host} refused: ${refusal}`);
         if (limit > 0 && count.open >= limit) {
-          s.data = { state: CLOSED, user: undefined, timer: undefined };
           const key = o.limitKey ?? "maxConnections";
-          o.log.rateLimited("warn", "connection-limit", `connection from ${s.remoteAddress} refused: ${count.open} connections open, the limit (${key})`);
-          s.terminate();
-          return;
+          return refuse(o, s, "connection-limit", `connection from ${s.remoteAddress} refused: ${count.open} connections open, the limit (${key})`);
         }
         count.open++;
         s.setNoDelay(true);
@@ -443,6 +450,13 @@ export function listenTls<U>(o: TlsListenOptions, h: AcceptHandlers<U>): TlsList
       listener.stop(true);
     },
   };
+}
+
+/** Closes an accepted socket before anything is read from it, with a rate-limited warning. */
+function refuse<U>(o: TlsListenOptions, s: Socket<Slot<U>>, key: string, msg: string): void {
+  s.data = { state: CLOSED, user: undefined, timer: undefined };
+  o.log.rateLimited("warn", key, msg);
+  s.terminate();
 }
 
 function closeSlot<U>(slot: Slot<U> | undefined, h: AcceptHandlers<U>): void {

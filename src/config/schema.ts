@@ -39,6 +39,7 @@ export interface Config {
     idleTimeoutMs: number;
     frameTimeoutMs: number;
     partialFramesMaxBytes: number;
+    maxNewConnectionsPerSecondPerAddress: number;
   };
   namesrv: {
     listen: HostPort;
@@ -267,6 +268,14 @@ export const KEYS: readonly KeyDef[] = [
     doc:
       "memory all connections of one remoting port may hold for frames still arriving (peers that announce big frames and stall); " +
       "the connection whose read takes it past this is closed with a warning; 0 = no limit",
+  },
+  {
+    key: "remoting.maxNewConnectionsPerSecondPerAddress",
+    type: int(0),
+    roles: ALL,
+    doc:
+      "new connections a second one client host may open on each remoting port (a second's worth at once, then this rate); " +
+      "one more is closed before a byte is read, with a warning (a reconnect storm from one host); 0 = no limit",
   },
 
   { key: "namesrv.listen", type: listenType, roles: NAMESRV_ROLES, doc: "name server remoting address (HOST:PORT; port 0 = any free port)" },
@@ -792,6 +801,7 @@ export function defaultConfig(role: Role): Config {
       idleTimeoutMs: 120_000,
       frameTimeoutMs: 30_000,
       partialFramesMaxBytes: 512 * MiB,
+      maxNewConnectionsPerSecondPerAddress: 0,
     },
     namesrv: {
       listen: namesrvListen,

@@ -2,7 +2,8 @@
  * The remoting server's connection limits over real sockets on 127.0.0.1 (port 0):
  * remoting.maxConnections (silent sockets count too), remoting.frameTimeoutMs (a slow sender is
  * cut, a well-behaved peer on the same port is not) and remoting.idleTimeoutMs (silent before the
- * first byte, or quiet after a request). Deadlines are short here; waits poll with a deadline.
+ * first byte, or quiet after a request), remoting.partialFramesMaxBytes, and
+ * remoting.maxNewConnectionsPerSecondPerAddress. Deadlines are short here; waits poll with a deadline.
  */
 import { afterEach, describe, expect, test } from "bun:test";
 import type { Socket } from "bun";
@@ -95,6 +96,28 @@ describe("remoting connection limits (real sockets)", () => {
     const next = await peer(s.port);
     expect((await next.ping()).code).toBe(ResponseCode.SUCCESS);
     expect(s.socketCount).toBe(3);
+  });
+
+  test("maxNewConnectionsPerSecondPerAddress: past a second's worth, new connections are closed unanswered; connected ones are served; the rate refills", async () => {
+    const { s, log } = server({ maxConnections: 0, idleTimeoutMs: 0, frameTimeoutMs: 0, maxNewConnectionsPerSecondPerAddress: 5 });
+    const first = await peer(s.port);
+    expect((await first.ping()).code).toBe(ResponseCode.SUCCESS);
+    // 20 more at once from the same host: the bucket had 4 tokens left (and refills 5 a second).
+    const storm = await Promise.all(Array.from({ length: 20 }, () => peer(s.port)));
+    for (const p of storm) p.socket.write(encodeCommand(createRequest(PING)));
+    await waitFor(() => storm.every((p) => p.closed || p.responses.length > 0), 3000, "every storm connection answered or closed");
+    const answered = storm.filter((p) => p.responses.length > 0).length;
+    expect(answered).toBeGreaterThanOrEqual(4);
+    expect(answered).toBeLessThanOrEqual(6);
+    expect(storm.filter((p) => p.closed && p.responses.length === 0).length).toBe(20 - answered);
+    expect(log.lines.some((l) => l.level === "warn" && /refused: over 5 new connections a second from this address \(remoting\.maxNewConnectionsPerSecondPerAddress\)/.test(l.msg))).toBe(
+      true,
+    );
+    // The connection made before the storm is untouched, and after a second the host may connect again.
+    expect((await first.ping()).code).toBe(ResponseCode.SUCCESS);
+    await Bun.sleep(1100);
+    const later = await peer(s.port);
+    expect((await later.ping()).code).toBe(ResponseCode.SUCCESS);
   });
 
   test("frameTimeoutMs: a peer sending a frame a byte at a time is closed; a well-behaved peer is served throughout", async () => {

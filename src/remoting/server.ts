@@ -11,6 +11,7 @@ import { listenTls, type TlsListener, type TlsServerSide } from "../common/tls.t
 import { createResponse, isOneway, type RemotingCommand } from "./command.ts";
 import { systemClock } from "../common/clock.ts";
 import { RemotingConnection } from "./connection.ts";
+import { ConnectRateLimiter } from "./connect-rate.ts";
 import { ConnectionWatch } from "./connection-watch.ts";
 import { RequestPipeline, type RequestHook } from "./pipeline.ts";
 import type { ProcessResult, RequestProcessor } from "./processor.ts";
@@ -51,6 +52,11 @@ export interface ConnectionLimits {
    * read takes the total past it is closed. 0 = no limit. Absent: no limit.
    */
   partialFramesMaxBytes?: number;
+  /**
+   * New connections a second one client host may open; more are closed before a byte is read
+   * (./connect-rate.ts). 0 = no limit. Absent: no limit.
+   */
+  maxNewConnectionsPerSecondPerAddress?: number;
 }
 
 /**
@@ -134,12 +140,16 @@ export class RemotingServer {
     const limits = opts.limits;
     if (limits) this.#watch = new ConnectionWatch({ ...limits, clock: systemClock, log: opts.log });
     // Before its first byte a socket is idle, and a TLS handshake is a frame begun.
+    const rate = limits?.maxNewConnectionsPerSecondPerAddress ?? 0;
+    const limiter = rate > 0 ? new ConnectRateLimiter(rate) : undefined;
+    const refusal = `over ${rate} new connections a second from this address (remoting.maxNewConnectionsPerSecondPerAddress)`;
     const listenLimits = limits
       ? {
           maxConnections: limits.maxConnections,
           limitKey: "remoting.maxConnections",
           firstByteTimeoutMs: limits.idleTimeoutMs,
           handshakeTimeoutMs: limits.frameTimeoutMs,
+          ...(limiter ? { admit: (host: string) => (limiter.admit(host) ? undefined : refusal) } : {}),
         }
       : {};
     const partialMax = limits?.partialFramesMaxBytes ?? 0;
