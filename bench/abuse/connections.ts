@@ -24,18 +24,21 @@
  * and the producer share 127.0.0.1: the producer connected before the flood starts); `--only`
  * runs a subset of the abuses (idle, slowloris, partial, storm, paced); `--nice-abuser` runs the
  * abuser at nice 19, so that it takes only the CPU the broker and the producer leave (an abuser on
- * other hosts; without it, a closed-loop storm's own process takes a core of the two).
+ * other hosts; without it, a closed-loop storm's own process takes a core of the two);
+ * `--broker apache-4.9.7` (or apache-5.3.3) runs the same against Apache RocketMQ's name server and
+ * broker (bench/lib/rocketmq-peer.ts: Java and Maven), for a reference on the same machine.
  *
  *   npx bun bench/abuse/connections.ts [--seconds 8] [--idle 10000] [--slow 1000] [--storm 4] [--storm-rates 500,1000,2000] [--reps 3]
- *     [--connect-rate N] [--only storm,paced] [--nice-abuser] [--binary FILE]
+ *     [--connect-rate N] [--only storm,paced] [--nice-abuser] [--broker rocketbun|apache-4.9.7|apache-5.3.3] [--binary FILE]
  */
 import { mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Producer } from "../../src/client/index.ts";
 import { AbuserProcess } from "./abuser.ts";
-import { Admin, benchBinary, PROJECT, startMaster, startNamesrv, type Proc } from "../lib/cluster.ts";
-import { closedLoop, cpuSeconds, randomBodies, round, rssBytes, sleep, stats } from "../lib/measure.ts";
+import { Admin, benchBinary, PROJECT, startMaster, startNamesrv } from "../lib/cluster.ts";
+import { ROCKETMQ_VERSIONS, rocketmqMissing, startApache } from "../lib/rocketmq-peer.ts";
+import { closedLoop, cpuSeconds, randomBodies, round, rssBytes, sleep, STANDARD, stats } from "../lib/measure.ts";
 
 interface Args {
   seconds: number;
@@ -51,11 +54,13 @@ interface Args {
   only: string[];
   /** The abuser at nice 19: it takes only the CPU left over (as on other hosts). */
   niceAbuser: boolean;
+  /** "rocketbun" (the binary), or "apache-4.9.7" / "apache-5.3.3" (the same abuses against Apache RocketMQ). */
+  broker: string;
   binary: string | undefined;
 }
 
 function parseArgs(argv: string[]): Args {
-  const a: Args = { seconds: 8, idle: 10_000, slow: 1000, storm: 4, stormRates: [500, 1000, 2000], reps: 3, connectRate: undefined, only: [], niceAbuser: false, binary: undefined };
+  const a: Args = { seconds: 8, idle: 10_000, slow: 1000, storm: 4, stormRates: [500, 1000, 2000], reps: 3, connectRate: undefined, only: [], niceAbuser: false, broker: "rocketbun", binary: undefined };
   for (let i = 0; i < argv.length; i += 2) {
     const v = argv[i + 1] ?? "";
     if (argv[i] === "--nice-abuser") {
@@ -69,6 +74,7 @@ function parseArgs(argv: string[]): Args {
     else if (argv[i] === "--storm-rates") a.stormRates = v === "" ? [] : v.split(",").map(Number);
     else if (argv[i] === "--connect-rate") a.connectRate = Number(v);
     else if (argv[i] === "--only") a.only = v.split(",").filter((x) => x !== "");
+    else if (argv[i] === "--broker") a.broker = v;
     else if (argv[i] === "--binary") a.binary = v;
     else throw new Error(`unknown argument ${argv[i]}`);
   }
@@ -120,19 +126,60 @@ interface Phase {
   flood?: FloodCounters;
 }
 
+/** The broker under test and its name server. */
+interface Broker {
+  ns: string;
+  addr: string;
+  pid: number;
+  stop(): Promise<void>;
+}
+
+/** RocketBun's binary, or (`--broker apache-4.9.7`) Apache RocketMQ from its Maven artifacts, as bench/run.ts's peers. */
+async function startBroker(a: Args, tmp: string): Promise<Broker> {
+  if (a.broker.startsWith("apache-")) {
+    const version = a.broker.slice("apache-".length);
+    const known = ROCKETMQ_VERSIONS.find((v) => v === version);
+    if (known === undefined) throw new Error(`--broker ${a.broker}: Apache RocketMQ ${ROCKETMQ_VERSIONS.join(" or ")}`);
+    if (a.connectRate !== undefined) throw new Error("--connect-rate is RocketBun's setting");
+    const missing = rocketmqMissing();
+    if (missing !== null) throw new Error(`--broker ${a.broker}: ${missing}`);
+    const rig = await startApache(known, join(tmp, "apache"), "ASYNC_FLUSH", { ...STANDARD, batch: 32 });
+    return { ns: rig.namesrv.addr, addr: rig.broker.addr, pid: rig.broker.pid, stop: () => rig.stop() };
+  }
+  const binary = benchBinary(tmp, a.binary);
+  const ns = await startNamesrv({ binary }, join(tmp, "ns"));
+  try {
+    const m = await startMaster({ binary }, join(tmp, "master"), {
+      namesrv: ns.addr,
+      storeDir: join(tmp, "store"),
+      flushDiskType: "ASYNC_FLUSH",
+      pullBatchMax: 32,
+      ...(a.connectRate !== undefined ? { connectRatePerAddress: a.connectRate } : {}),
+    });
+    return {
+      ns: ns.addr,
+      addr: m.addr,
+      pid: m.pid,
+      stop: async () => {
+        await m.stop();
+        await ns.stop();
+      },
+    };
+  } catch (e) {
+    await ns.stop();
+    throw e;
+  }
+}
+
 async function main(): Promise<void> {
   const a = parseArgs(process.argv.slice(2));
   const tmp = join(tmpdir(), `rocketbun-abuse-${process.pid}`);
   mkdirSync(tmp, { recursive: true });
-  const binary = benchBinary(tmp, a.binary);
-  const procs: Proc[] = [];
+  let started: Broker | undefined;
   try {
-    const ns = await startNamesrv({ binary }, join(tmp, "ns"));
-    procs.push(ns);
-    const m = await startMaster({ binary }, join(tmp, "master"), { namesrv: ns.addr, storeDir: join(tmp, "store"), flushDiskType: "ASYNC_FLUSH", pullBatchMax: 32,
-      ...(a.connectRate !== undefined ? { connectRatePerAddress: a.connectRate } : {}),
-    });
-    procs.push(m);
+    const m = await startBroker(a, tmp);
+    started = m;
+    const ns = { addr: m.ns };
     const admin = new Admin(ns.addr, m.addr);
     await admin.createTopic("abuse", 8);
     await admin.waitRoutes(["abuse"]);
@@ -229,7 +276,7 @@ async function main(): Promise<void> {
     for (const x of summary) process.stdout.write(`| ${x.phase} | ${x.ratios.join(", ")} | ${median(x.ratios)} |\n`);
     process.stdout.write(`\nidle connection: ${round(perIdle)} bytes of broker RSS each; results: ${file}\n`);
   } finally {
-    for (const p of procs.reverse()) await p.stop();
+    await started?.stop();
     rmSync(tmp, { recursive: true, force: true });
   }
 }
