@@ -36,8 +36,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Producer } from "../../src/client/index.ts";
 import { AbuserProcess } from "./abuser.ts";
-import { Admin, benchBinary, PROJECT, startMaster, startNamesrv } from "../lib/cluster.ts";
-import { ROCKETMQ_VERSIONS, rocketmqMissing, startApache } from "../lib/rocketmq-peer.ts";
+import { Admin, benchBinary, PROJECT } from "../lib/cluster.ts";
+import { ROCKETMQ_VERSIONS, rocketmqMissing, startApache, startRocketbunRig, type Rig } from "../lib/rocketmq-peer.ts";
 import { closedLoop, cpuSeconds, randomBodies, round, rssBytes, sleep, STANDARD, stats } from "../lib/measure.ts";
 
 interface Args {
@@ -134,8 +134,10 @@ interface Broker {
   stop(): Promise<void>;
 }
 
-/** RocketBun's binary, or (`--broker apache-4.9.7`) Apache RocketMQ from its Maven artifacts, as bench/run.ts's peers. */
+/** RocketBun's binary, or (`--broker apache-4.9.7`) Apache RocketMQ from its Maven artifacts: bench/run.ts's rigs. */
 async function startBroker(a: Args, tmp: string): Promise<Broker> {
+  const p = { ...STANDARD, batch: 32 };
+  let rig: Rig;
   if (a.broker.startsWith("apache-")) {
     const version = a.broker.slice("apache-".length);
     const known = ROCKETMQ_VERSIONS.find((v) => v === version);
@@ -143,32 +145,12 @@ async function startBroker(a: Args, tmp: string): Promise<Broker> {
     if (a.connectRate !== undefined) throw new Error("--connect-rate is RocketBun's setting");
     const missing = rocketmqMissing();
     if (missing !== null) throw new Error(`--broker ${a.broker}: ${missing}`);
-    const rig = await startApache(known, join(tmp, "apache"), "ASYNC_FLUSH", { ...STANDARD, batch: 32 });
-    return { ns: rig.namesrv.addr, addr: rig.broker.addr, pid: rig.broker.pid, stop: () => rig.stop() };
+    rig = await startApache(known, join(tmp, "apache"), "ASYNC_FLUSH", p);
+  } else {
+    const o = a.connectRate !== undefined ? { connectRatePerAddress: a.connectRate } : {};
+    rig = await startRocketbunRig(benchBinary(tmp, a.binary), tmp, "ASYNC_FLUSH", p, o);
   }
-  const binary = benchBinary(tmp, a.binary);
-  const ns = await startNamesrv({ binary }, join(tmp, "ns"));
-  try {
-    const m = await startMaster({ binary }, join(tmp, "master"), {
-      namesrv: ns.addr,
-      storeDir: join(tmp, "store"),
-      flushDiskType: "ASYNC_FLUSH",
-      pullBatchMax: 32,
-      ...(a.connectRate !== undefined ? { connectRatePerAddress: a.connectRate } : {}),
-    });
-    return {
-      ns: ns.addr,
-      addr: m.addr,
-      pid: m.pid,
-      stop: async () => {
-        await m.stop();
-        await ns.stop();
-      },
-    };
-  } catch (e) {
-    await ns.stop();
-    throw e;
-  }
+  return { ns: rig.namesrv.addr, addr: rig.broker.addr, pid: rig.broker.pid, stop: () => rig.stop() };
 }
 
 async function main(): Promise<void> {
@@ -179,12 +161,11 @@ async function main(): Promise<void> {
   try {
     const m = await startBroker(a, tmp);
     started = m;
-    const ns = { addr: m.ns };
-    const admin = new Admin(ns.addr, m.addr);
+    const admin = new Admin(m.ns, m.addr);
     await admin.createTopic("abuse", 8);
     await admin.waitRoutes(["abuse"]);
     await admin.close();
-    const producer = new Producer({ namesrv: ns.addr, group: "abuse-producer", sendTimeoutMs: 10_000, maxInFlight: 4096 });
+    const producer = new Producer({ namesrv: m.ns, group: "abuse-producer", sendTimeoutMs: 10_000, maxInFlight: 4096 });
     await producer.start();
     const bodies = randomBodies(512, 1024);
     const items = Array.from({ length: 5_000_000 }, (_, i) => bodies[i % bodies.length]!);

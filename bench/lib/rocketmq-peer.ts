@@ -217,13 +217,26 @@ export async function startApache(version: RocketmqVersion, dir: string, flush: 
 /**
  * RocketBun from the run's binary: the same processes and settings as bench/run.ts's W1. With
  * `cpuProfDir` (--cpu-prof) the broker runs from the sources under `bun --cpu-prof-md` instead,
- * one profile per broker start (ASYNC_FLUSH: J1, J2, J4; SYNC_FLUSH: J1s).
+ * one profile per broker start (ASYNC_FLUSH: J1, J2, J4; SYNC_FLUSH: J1s). bench/abuse/connections.ts
+ * starts its RocketBun this way too (with `connectRatePerAddress`).
  */
-async function startRocketbunRig(binary: string, dir: string, flush: FlushDiskType, p: WorkloadParams, cpuProfDir?: string): Promise<Rig> {
+export async function startRocketbunRig(
+  binary: string,
+  dir: string,
+  flush: FlushDiskType,
+  p: WorkloadParams,
+  o: { cpuProfDir?: string; connectRatePerAddress?: number } = {},
+): Promise<Rig> {
   const namesrv = await startNamesrv({ binary }, join(dir, "ns"));
   const storeDir = join(dir, "store");
   try {
-    const broker = await startMaster(cpuProfDir ? { cpuProfDir } : { binary }, join(dir, "master"), { namesrv: namesrv.addr, storeDir, flushDiskType: flush, pullBatchMax: p.batch });
+    const broker = await startMaster(o.cpuProfDir ? { cpuProfDir: o.cpuProfDir } : { binary }, join(dir, "master"), {
+      namesrv: namesrv.addr,
+      storeDir,
+      flushDiskType: flush,
+      pullBatchMax: p.batch,
+      ...(o.connectRatePerAddress !== undefined ? { connectRatePerAddress: o.connectRatePerAddress } : {}),
+    });
     return {
       namesrv,
       broker,
@@ -387,7 +400,7 @@ export async function runRocketmqPeers(
   if (missing) return { rows: [], note: `skipped: ${missing}` };
   mavenClasspath("load", ROCKETMQ_DIR);
   const rows: Result[] = [];
-  rows.push(...(await runOne(JAVA_LOAD_ROCKETBUN, (dir, flush) => startRocketbunRig(binary, dir, flush, p, cpuProfDir), tmp, p, log)));
+  rows.push(...(await runOne(JAVA_LOAD_ROCKETBUN, (dir, flush) => startRocketbunRig(binary, dir, flush, p, cpuProfDir ? { cpuProfDir } : {}), tmp, p, log)));
   for (const v of versions) rows.push(...(await runOne(apachePeerId(v), (dir, flush) => startApache(v, dir, flush, p), tmp, p, log)));
   return { rows, note: `JavaLoad (rocketmq-client 4.9.8) against RocketBun and Apache RocketMQ ${versions.join(", ")}; ${ROCKETMQ_SETTINGS}` };
 }
