@@ -318,6 +318,22 @@ describe("name server binary: bad input", () => {
     expect(res.remark).toContain("9999");
   });
 
+  test("remoting.maxNewConnectionsPerSecondPerAddress: a burst past a second's worth is closed unanswered; a connected client is served; the log names the key", async () => {
+    const srv = await namesrv("remoting:\n  maxNewConnectionsPerSecondPerAddress: 5\n");
+    const c = client();
+    expect((await c.invoke(srv.namesrvAddr, registerBrokerRequest(SEED[0]!, TOPICS), 3000)).code).toBe(ResponseCode.SUCCESS);
+    // The client's connection took one token of five: 20 more at once get 4 (5 with a refill) answers.
+    const frame = encodeCommand(createRequest(RequestCode.GET_ROUTEINFO_BY_TOPIC, { topic: "test" }));
+    const replies = await Promise.all(Array.from({ length: 20 }, () => rawExchange(srv.ports.namesrv!, frame).catch(() => new Uint8Array(0))));
+    const answered = replies.filter((r) => r.length > 0).length;
+    expect(answered).toBeGreaterThanOrEqual(4);
+    expect(answered).toBeLessThanOrEqual(6);
+    expect((await route(c, srv.namesrvAddr)).code).toBe(ResponseCode.SUCCESS);
+    const refusal = /refused: over 5 new connections a second from this address \(remoting\.maxNewConnectionsPerSecondPerAddress\)/;
+    await waitFor(() => refusal.test(srv.output.err() + srv.output.out()), 5000, "the refusal in the log");
+    expect(srv.proc.exitCode).toBeNull();
+  });
+
   test("garbage, oversized frames and half frames close only their own connection", async () => {
     const srv = await namesrv("remoting:\n  frameSizeMaxBytes: 65536\n");
     const c = client();
