@@ -324,7 +324,12 @@ export class BrokerController {
   #buildSchedule(): ScheduleMessageService {
     const levels = parseDelayLevels(this.#o.broker.messageDelayLevel);
     if ("invalid" in levels) throw new Error(`broker.messageDelayLevel: ${levels.invalid}`);
-    return new ScheduleMessageService({ levelDelaysMs: levels, clock: this.#clock, log: scope("schedule") });
+    return new ScheduleMessageService({
+      levelDelaysMs: levels,
+      timerMaxDelaySec: this.#o.broker.timerMaxDelaySec,
+      clock: this.#clock,
+      log: scope("schedule"),
+    });
   }
 
   #openStore(settings: BrokerSettings, schedule: ScheduleMessageService): MessageStore {

@@ -648,6 +648,7 @@ export const MessageConst = {
   SHARDING_KEY: "__SHARDING_KEY",
   TIMER_DELIVER_MS: "TIMER_DELIVER_MS",
   TIMER_DELAY_SEC: "TIMER_DELAY_SEC",
+  TIMER_DELAY_MS: "TIMER_DELAY_MS",
   /** Separates the keys inside KEYS. */
   PROPERTY_KEY_SEPARATOR: " ",
 } as const;

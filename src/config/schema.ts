@@ -73,6 +73,8 @@ export interface Config {
     channelExpiredMs: number;
     /** RocketMQ's delay levels, e.g. "1s 5s 10s"; `parseDelayLevels` (src/protocol/delay-levels.ts) reads it. */
     messageDelayLevel: string;
+    /** A timer message (TIMER_DELAY_SEC / TIMER_DELAY_MS / TIMER_DELIVER_MS) due further ahead is refused. */
+    timerMaxDelaySec: number;
     transactionCheckIntervalMs: number;
     transactionTimeOutMs: number;
     transactionCheckMax: number;
@@ -185,7 +187,7 @@ export type ValueType =
 export interface KeyDef {
   readonly key: KeyPath;
   readonly type: ValueType;
-  readonly unit?: "bytes" | "ms" | "hours" | "percent";
+  readonly unit?: "bytes" | "ms" | "s" | "hours" | "percent";
   /** Roles whose processes read this key; others accept it and ignore it. */
   readonly roles: readonly Role[];
   /**
@@ -440,6 +442,15 @@ export const KEYS: readonly KeyDef[] = [
     type: { kind: "delayLevels" },
     roles: BROKER_ROLES,
     doc: 'delay of each level 1..18 (message property DELAY), e.g. "1s 5s 10s"; units ms, s, m, h, d',
+  },
+  {
+    key: "broker.timerMaxDelaySec",
+    type: int(1, 10 * 365 * 86_400),
+    unit: "s",
+    roles: BROKER_ROLES,
+    doc:
+      "a message whose delivery time (TIMER_DELAY_SEC, TIMER_DELAY_MS, TIMER_DELIVER_MS, __STARTDELIVERTIME) is further ahead " +
+      "is refused with MESSAGE_ILLEGAL, as RocketMQ 5.x's timerMaxDelaySec",
   },
   // Transactions (RocketMQ BrokerConfig transactionCheckInterval / transactionTimeOut / transactionCheckMax).
   {
@@ -834,6 +845,7 @@ export function defaultConfig(role: Role): Config {
       pullHoldMaxMs: 20000,
       channelExpiredMs: 120000,
       messageDelayLevel: DEFAULT_MESSAGE_DELAY_LEVEL,
+      timerMaxDelaySec: 3 * 24 * 3600,
       transactionCheckIntervalMs: 60000,
       transactionTimeOutMs: 6000,
       transactionCheckMax: 15,

@@ -127,6 +127,28 @@ describe("send processor", () => {
     expect(delivered!.storeTimestamp).toBeGreaterThanOrEqual(SIM_EPOCH_MS + 5000);
   });
 
+  test("5.x timer properties: TIMER_DELAY_MS parks in the timer queue and delivers on time; past the max delay or unparsable, MESSAGE_ILLEGAL", async () => {
+    await using b = InProcessBroker.start({ broker: { timerMaxDelaySec: 60 } });
+    await b.ok(createTopicRequest("T", 4));
+    await b.ok(sendV2Request("T", "in 12 s", { queueId: 1, props: { TIMER_DELAY_MS: "12000" } }));
+    const [parked] = pulledRecords(await b.call(pullRequest("SCHEDULE_TOPIC_XXXX", { queueId: 18 })));
+    expect(parseProperties(parked!.properties)).toMatchObject({ REAL_TOPIC: "T", REAL_QID: "1", TIMER_DELAY_MS: "12000" });
+    await b.advance(11_800);
+    expectCode(await b.call(pullRequest("T", { queueId: 1 })), ResponseCode.PULL_NOT_FOUND);
+    await b.advance(400);
+    const [delivered] = pulledRecords(await b.call(pullRequest("T", { queueId: 1 })));
+    expect(text(delivered!)).toBe("in 12 s");
+    // A delivery time in the past is delivered at once.
+    await b.ok(sendV2Request("T", "past", { queueId: 2, props: { TIMER_DELIVER_MS: String(SIM_EPOCH_MS) } }));
+    expect(pulledRecords(await b.call(pullRequest("T", { queueId: 2 }))).map(text)).toEqual(["past"]);
+    const maxRemark = "timer message illegal, the delay time should not be bigger than the max delay 60000ms";
+    const refused: Record<string, string>[] = [{ TIMER_DELAY_SEC: "61" }, { TIMER_DELAY_MS: "60001" }, { TIMER_DELAY_MS: "12s" }];
+    for (const props of refused) {
+      expectCode(await b.call(sendV2Request("T", "refused", { queueId: 3, props })), ResponseCode.MESSAGE_ILLEGAL, maxRemark);
+    }
+    expectCode(await b.call(pullRequest("T", { queueId: 3 })), ResponseCode.PULL_NOT_FOUND);
+  });
+
   test("%RETRY%<group>: stored there below maxReconsumeTimes, in %DLQ%<group> queue 0 at it (a DELAY dropped)", async () => {
     await using b = InProcessBroker.start();
     const retry = await b.ok(sendV2Request("%RETRY%RG", "again", { reconsumeTimes: 1, maxReconsumeTimes: 3 }));

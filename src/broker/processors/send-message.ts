@@ -167,7 +167,7 @@ export function wakePulls(ctx: BrokerContext, reqs: PutMessageRequest[], result:
 
 export interface ScheduleHook {
   /** The request to store instead (e.g. diverted to SCHEDULE_TOPIC_XXXX), or null if not delayed. */
-  divert(req: PutMessageRequest, props: Record<string, string>): PutMessageRequest | null;
+  divert(req: PutMessageRequest, props: Record<string, string>): PutMessageRequest | Refusal | null;
 }
 
 export class SendMessageProcessor implements RequestProcessor {
@@ -323,8 +323,9 @@ export class SendMessageProcessor implements RequestProcessor {
     }
     let req = this.#request(h, topic, qid, h.flag, i.body, props, i.bornHost, wait);
     if (tc.topicFilterType === "MULTI_TAG") req.sysFlag |= SysFlag.MULTI_TAGS;
-    if (!dlq) req = this.#schedule?.divert(req, props) ?? req;
-    return [req];
+    const diverted = dlq ? null : (this.#schedule?.divert(req, props) ?? null);
+    if (diverted !== null && "code" in diverted) return diverted;
+    return [diverted ?? req];
   }
 
   #request(
@@ -486,7 +487,9 @@ export class SendMessageProcessor implements RequestProcessor {
     };
     const storeProps = withoutWait(props);
     let req = this.#request(h, topic, queueId, orig.flag, orig.body.slice(), storeProps, orig.bornHost, false);
-    if (level > 0) req = this.#schedule?.divert(req, storeProps) ?? req;
+    // A level > 0 always parks (DELAY wins over every timer property): never a refusal.
+    const diverted = level > 0 ? (this.#schedule?.divert(req, storeProps) ?? null) : null;
+    if (diverted !== null && !("code" in diverted)) req = diverted;
     void conn;
     const result = await ctx.store.putMessages([req]);
     wakePulls(this.#ctx, [req], result);

@@ -21,6 +21,7 @@ import {
   TIMER_OFFSET_KEY,
   TIMER_OUT_MS,
   TIMER_QUEUE_ID,
+  timerRefusal,
   type ScheduleContext,
 } from "./schedule-message-service.ts";
 
@@ -51,7 +52,10 @@ class Rig {
   svc!: ScheduleMessageService;
   ctx!: ScheduleContext;
 
-  constructor(o: { levels?: string; realClock?: boolean; dir?: string; clock?: Clock } = {}) {
+  readonly timerMaxDelaySec: number | undefined;
+
+  constructor(o: { levels?: string; realClock?: boolean; dir?: string; clock?: Clock; timerMaxDelaySec?: number } = {}) {
+    this.timerMaxDelaySec = o.timerMaxDelaySec;
     this.dir = o.dir ?? tempStoreDir("schedule-test-");
     this.clock = o.clock ?? new Clock();
     this.levels = o.levels ?? DEFAULT_MESSAGE_DELAY_LEVEL;
@@ -62,7 +66,14 @@ class Rig {
     const levels = parseDelayLevels(this.levels);
     if ("invalid" in levels) throw new Error(levels.invalid);
     const now = realClock ? Date.now : this.clock.now;
-    this.svc = new ScheduleMessageService({ levelDelaysMs: levels, now, log, checkIntervalMs: realClock ? 100 : 0 });
+    const timerMaxDelaySec = this.timerMaxDelaySec;
+    this.svc = new ScheduleMessageService({
+      levelDelaysMs: levels,
+      now,
+      log,
+      checkIntervalMs: realClock ? 100 : 0,
+      ...(timerMaxDelaySec ? { timerMaxDelaySec } : {}),
+    });
     this.store = MessageStore.open(testStoreOptions(this.dir, { now, tagsCodeFor: this.svc.tagsCodeFor }));
     this.offsets = new DelayOffsetManager({ dir: this.dir });
     expect(this.offsets.load()).toEqual([]);
@@ -83,7 +94,9 @@ class Rig {
   /** The send path: divert (as SendMessageProcessor does), then store. */
   async send(topic: string, queueId: number, body: string, props: Record<string, string> = {}, sysFlag = 0): Promise<PutMessageRequest> {
     const req = { ...message(topic, queueId, body, props), sysFlag, bornTimestamp: this.clock.t - 7, flag: 42 };
-    const stored = this.svc.divert(req, parseProperties(req.properties)) ?? req;
+    const diverted = this.svc.divert(req, parseProperties(req.properties)) ?? req;
+    if ("code" in diverted) throw new Error(`refused: ${diverted.remark}`);
+    const stored = diverted;
     const r = await this.store.putMessage(stored);
     expect(r.status).toBe("PUT_OK");
     return stored;
@@ -179,44 +192,93 @@ describe("divert", () => {
     }
   });
 
-  test("timer properties in the future go to the timer queue with TIMER_OUT_MS; past or unparsable ones are left alone", () => {
+  test("timer properties in the future go to the timer queue with TIMER_OUT_MS; past ones are left alone", () => {
     const r = rig();
     const now = r.clock.t;
     const divert = (props: Record<string, string>) => r.svc.divert(message("TopicA", 1, "b", props), props);
     const due = (props: Record<string, string>) => {
       const d = divert(props);
-      expect(d?.queueId).toBe(TIMER_QUEUE_ID);
-      const p = parseProperties(d!.properties);
-      expect([d!.topic, p.REAL_TOPIC, p.REAL_QID]).toEqual([SCHEDULE_TOPIC, "TopicA", "1"]);
+      if (d === null || "code" in d) throw new Error(`not parked: ${JSON.stringify(d)}`);
+      expect(d.queueId).toBe(TIMER_QUEUE_ID);
+      const p = parseProperties(d.properties);
+      expect([d.topic, p.REAL_TOPIC, p.REAL_QID]).toEqual([SCHEDULE_TOPIC, "TopicA", "1"]);
       return Number(p[TIMER_OUT_MS]);
     };
     expect(due({ __STARTDELIVERTIME: String(now + 1500) })).toBe(now + 1500);
     expect(due({ TIMER_DELIVER_MS: String(now + 60_000) })).toBe(now + 60_000);
     expect(due({ TIMER_DELAY_SEC: "90" })).toBe(now + 90_000);
-    // The first timer property present decides.
+    expect(due({ TIMER_DELAY_MS: "12000" })).toBe(now + 12_000);
+    expect(due({ TIMER_DELAY_MS: "+7" })).toBe(now + 7);
+    // 5.x's order (HookUtils.transformTimerMessage): TIMER_DELAY_SEC, TIMER_DELAY_MS, TIMER_DELIVER_MS; then __STARTDELIVERTIME.
+    expect(due({ TIMER_DELIVER_MS: String(now + 5), TIMER_DELAY_MS: "7", TIMER_DELAY_SEC: "3" })).toBe(now + 3000);
+    expect(due({ TIMER_DELIVER_MS: String(now + 5), TIMER_DELAY_MS: "7" })).toBe(now + 7);
     expect(due({ TIMER_DELIVER_MS: String(now + 5), __STARTDELIVERTIME: String(now + 9) })).toBe(now + 5);
     const notDiverted: Record<string, string>[] = [
       { __STARTDELIVERTIME: String(now) },
       { __STARTDELIVERTIME: String(now - 5000) },
       { __STARTDELIVERTIME: "null" },
       { __STARTDELIVERTIME: "1.7e12" },
-      { TIMER_DELIVER_MS: "soon" },
       { TIMER_DELAY_SEC: "-3" },
       { TIMER_DELAY_SEC: "0" },
-      { TIMER_DELIVER_MS: "x", __STARTDELIVERTIME: String(now + 9) },
+      { TIMER_DELAY_MS: "0" },
+      { TIMER_DELAY_MS: "-12000" },
+      { TIMER_DELIVER_MS: String(now - 1) },
+      { TIMER_DELIVER_MS: "-9223372036854775808" },
       { TAGS: "t" },
     ];
     for (const props of notDiverted) {
       expect({ props, diverted: divert(props) }).toEqual({ props, diverted: null });
     }
-    // DELAY wins over a timer property.
-    expect(divert({ DELAY: "2", __STARTDELIVERTIME: String(now + 99_999) })?.queueId).toBe(1);
+    // DELAY wins over a timer property, even one that would be refused.
+    const timers: Record<string, string>[] = [
+      { __STARTDELIVERTIME: String(now + 99_999) },
+      { TIMER_DELAY_MS: "x" },
+      { TIMER_DELAY_SEC: "999999999" },
+    ];
+    for (const timer of timers) {
+      const d = divert({ DELAY: "2", ...timer });
+      expect(d !== null && !("code" in d) ? d.queueId : d).toBe(1);
+    }
+  });
+
+  test("a TIMER_* value that is not a Java long, or a due time past timerMaxDelaySec, is refused as 5.x refuses it", () => {
+    const r = rig({ timerMaxDelaySec: 60 });
+    const now = r.clock.t;
+    const divert = (props: Record<string, string>) => r.svc.divert(message("TopicA", 1, "b", props), props);
+    const refused = timerRefusal(60_000);
+    expect(refused).toEqual({
+      code: 13,
+      remark:
+        "timer message illegal, the delay time should not be bigger than the max delay 60000ms; or if set del msg, the delay time should be bigger than the current time",
+    });
+    const illegal: Record<string, string>[] = [
+      { TIMER_DELAY_SEC: "61" },
+      { TIMER_DELAY_MS: "60001" },
+      { TIMER_DELIVER_MS: String(now + 60_001) },
+      { __STARTDELIVERTIME: String(now + 60_001) },
+      { TIMER_DELAY_MS: "soon" },
+      { TIMER_DELAY_SEC: "1.5" },
+      { TIMER_DELIVER_MS: "" },
+      { TIMER_DELIVER_MS: "99999999999999999999" },
+      // The first timer property decides, even when a later one is fine.
+      { TIMER_DELAY_SEC: "x", TIMER_DELIVER_MS: String(now + 5) },
+    ];
+    for (const props of illegal) {
+      expect({ props, diverted: divert(props) }).toEqual({ props, diverted: refused });
+    }
+    // Exactly the max is taken (5.x refuses only what is strictly beyond it).
+    const atMax = divert({ TIMER_DELAY_SEC: "60" });
+    expect(atMax !== null && !("code" in atMax) ? parseProperties(atMax.properties)[TIMER_OUT_MS] : atMax).toBe(String(now + 60_000));
+    // The default max is 5.x's: 3 days.
+    const d = rig();
+    expect(d.svc.divert(message("TopicA", 1, "b", {}), { TIMER_DELAY_SEC: String(3 * 86_400 + 1) })).toEqual(timerRefusal(259_200_000));
   });
 
   test("the parked record keeps what the store was given (e.g. CLUSTER), not only the caller's map", () => {
     const r = rig();
     const req = message("TopicA", 0, "b", { DELAY: "1", CLUSTER: "c1", TAGS: "t" });
-    const d = r.svc.divert(req, { DELAY: "1" })!;
+    const d = r.svc.divert(req, { DELAY: "1" });
+    if (d === null || "code" in d) throw new Error("not parked");
     expect(parseProperties(d.properties)).toMatchObject({ CLUSTER: "c1", TAGS: "t", DELAY: "1", REAL_TOPIC: "TopicA" });
     expect(d.tags).toBeUndefined();
   });

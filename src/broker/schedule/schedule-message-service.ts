@@ -5,17 +5,22 @@
  * broker ignores.
  *
  * Put side (`divert`, called by SendMessageProcessor for sends and send-backs). Only NOT_TYPE and
- * COMMIT_TYPE messages are diverted; the first rule that applies wins:
+ * COMMIT_TYPE messages are diverted; the first rule that applies wins (the timer properties in
+ * RocketMQ 5.x's order, HookUtils.transformTimerMessage; `__STARTDELIVERTIME`, which 5.x ignores,
+ * last):
  *
  *   property on the message                  parked in SCHEDULE_TOPIC_XXXX queue  due time (tag code)
  *   ---------------------------------------  -----------------------------------  -------------------------
  *   DELAY = n > 0 (clamped to the max level)  n − 1                                store time + delay(n)
- *   TIMER_DELIVER_MS = t (absolute ms)        18 (timer queue)                     t
- *   TIMER_DELAY_SEC = s (relative)            18                                   put time + s × 1000
+ *   TIMER_DELAY_SEC = s (relative)            18 (timer queue)                     put time + s × 1000
+ *   TIMER_DELAY_MS = m (relative)             18                                   put time + m
+ *   TIMER_DELIVER_MS = t (absolute ms)        18                                   t
  *   __STARTDELIVERTIME = t (absolute ms)      18                                   t
  *
- * A timer time that is not in the future, or does not parse as an integer, leaves the message
- * alone (delivered at once). Only the first timer property present is looked at.
+ * Only the first timer property present is looked at. A due time not in the future leaves the
+ * message alone (delivered at once). As in 5.x, a TIMER_* value that is not an integer, and a due
+ * time more than `timerMaxDelaySec` ahead, refuse the send (MESSAGE_ILLEGAL, `timerRefusal`);
+ * an unparsable `__STARTDELIVERTIME` is ignored, as it always was.
  *
  * The parked record carries REAL_TOPIC / REAL_QID (where it goes when due) and either DELAY
  * (rewritten to the clamped level) or TIMER_OUT_MS (the absolute due time, as RocketMQ 5.x names
@@ -68,6 +73,7 @@ import {
 import { type DelayOffsetManager, type TopicConfigManager } from "../metadata.ts";
 import { SCHEDULE_TOPIC, TRANS_HALF_TOPIC, type TopicConfig } from "../../protocol/topics.ts";
 import type { BrokerRole } from "../../protocol/broker-config.ts";
+import { ResponseCode } from "../../remoting/index.ts";
 import type { ScheduleHook } from "../processors/send-message.ts";
 import { putRequestFromRecord, realQueueOf } from "../reput.ts";
 import { DELAY_LEVELS_MAX, parseDelayLevelProperty } from "../../protocol/delay-levels.ts";
@@ -99,6 +105,8 @@ export interface ScheduleOptions {
   checkIntervalMs?: number;
   /** Timer-queue messages held in memory at most. */
   timerHeapMaxEntries?: number;
+  /** A timer message due further ahead than this is refused (5.x's timerMaxDelaySec); default 3 days. */
+  timerMaxDelaySec?: number;
   log: Logger;
 }
 
@@ -117,6 +125,7 @@ export class ScheduleMessageService implements ScheduleHook {
   readonly #now: () => number;
   readonly #intervalMs: number;
   readonly #heapMax: number;
+  readonly #timerMaxDelayMs: number;
   readonly #log: Logger;
   #ctx: ScheduleContext | null = null;
   #timers: TimerHeap | null = null;
@@ -139,6 +148,7 @@ export class ScheduleMessageService implements ScheduleHook {
     this.#now = o.now ?? nowOf(this.#clock);
     this.#intervalMs = interval;
     this.#heapMax = o.timerHeapMaxEntries ?? TIMER_HEAP_MAX_ENTRIES_DEFAULT;
+    this.#timerMaxDelayMs = (o.timerMaxDelaySec ?? TIMER_MAX_DELAY_SEC_DEFAULT) * 1000;
     this.#log = o.log;
   }
 
@@ -153,7 +163,7 @@ export class ScheduleMessageService implements ScheduleHook {
 
   // ------------------------------------------------------------------------------- put side
 
-  divert(req: PutMessageRequest, props: Record<string, string>): PutMessageRequest | null {
+  divert(req: PutMessageRequest, props: Record<string, string>): PutMessageRequest | TimerRefusal | null {
     const t = transactionType(req.sysFlag);
     if (t !== SysFlag.TRANSACTION_NOT_TYPE && t !== SysFlag.TRANSACTION_COMMIT_TYPE) return null;
     if (req.topic === SCHEDULE_TOPIC) return null;
@@ -162,20 +172,22 @@ export class ScheduleMessageService implements ScheduleHook {
       const clamped = Math.min(level, this.maxLevel);
       return park(req, clamped - 1, MessageConst.DELAY, String(clamped), TIMER_OUT_MS);
     }
-    const due = this.#timerDue(props);
-    if (due === null || due <= this.#now()) return null;
+    const now = this.#now();
+    const due = this.#timerDue(props, now);
+    if (due === null) return null;
+    if (due === "illegal" || due - now > this.#timerMaxDelayMs) return timerRefusal(this.#timerMaxDelayMs);
+    if (due <= now) return null;
     return park(req, TIMER_QUEUE_ID, TIMER_OUT_MS, String(due), MessageConst.DELAY);
   }
 
-  /** Absolute due time from the first timer property present, or null (absent or unparsable). */
-  #timerDue(props: Record<string, string>): number | null {
+  /** Absolute due time from the first timer property present; null when there is none. */
+  #timerDue(props: Record<string, string>, now: number): number | "illegal" | null {
+    const sec = props[MessageConst.TIMER_DELAY_SEC];
+    if (sec !== undefined) return relativeDue(now, parseJavaLong(sec), 1000);
+    const ms = props[MessageConst.TIMER_DELAY_MS];
+    if (ms !== undefined) return relativeDue(now, parseJavaLong(ms), 1);
     const abs = props[MessageConst.TIMER_DELIVER_MS];
-    if (abs !== undefined) return parseMs(abs);
-    const rel = props[MessageConst.TIMER_DELAY_SEC];
-    if (rel !== undefined) {
-      const s = parseMs(rel);
-      return s === null || !Number.isSafeInteger(s * 1000) ? null : this.#now() + s * 1000;
-    }
+    if (abs !== undefined) return parseJavaLong(abs);
     const start = props[MessageConst.START_DELIVER_TIME];
     return start === undefined ? null : parseMs(start);
   }
@@ -442,6 +454,43 @@ function park(req: PutMessageRequest, queueId: number, setKey: string, setValue:
 /** No unit was ever written to the queue (maxOffset 0). */
 function isEmpty(status: GetMessageStatus): boolean {
   return status === "NO_MESSAGE_IN_QUEUE" || status === "NO_MATCHED_LOGIC_QUEUE";
+}
+
+/** RocketMQ 5.x's MessageStoreConfig.timerMaxDelaySec default: 3 days. */
+export const TIMER_MAX_DELAY_SEC_DEFAULT = 3 * 24 * 3600;
+
+/** A send refused by the timer rules: the wire code and remark. */
+export interface TimerRefusal {
+  code: number;
+  remark: string;
+}
+
+/**
+ * 5.x's answer to a timer message it will not take (PutMessageStatus.WHEEL_TIMER_MSG_ILLEGAL in
+ * SendMessageProcessor.handlePutMessageResult): MESSAGE_ILLEGAL, with its remark word for word.
+ */
+export function timerRefusal(maxDelayMs: number): TimerRefusal {
+  return {
+    code: ResponseCode.MESSAGE_ILLEGAL,
+    remark:
+      `timer message illegal, the delay time should not be bigger than the max delay ${maxDelayMs}ms; ` +
+      "or if set del msg, the delay time should be bigger than the current time",
+  };
+}
+
+/** `now` + `amount` × `unitMs`, or "illegal" when the amount is not a Java long (5.x: parseLong failed). */
+function relativeDue(now: number, amount: number | "illegal", unitMs: number): number | "illegal" {
+  return amount === "illegal" ? amount : now + amount * unitMs;
+}
+
+/**
+ * A TIMER_* value as Java's Long.parseLong reads it; "illegal" where that throws. Beyond 2^53 the
+ * value is approximate, which only matters for times past any max delay.
+ */
+function parseJavaLong(text: string): number | "illegal" {
+  if (!/^[+-]?[0-9]{1,19}$/.test(text)) return "illegal";
+  const n = Number(text);
+  return Math.abs(n) <= 9_223_372_036_854_775_807 ? n : "illegal";
 }
 
 /** A Java long in decimal, within the safe-integer range; null otherwise. */

@@ -139,7 +139,8 @@ export interface PassResult {
 }
 
 /** Divert hook for delayed committed messages (the schedule service's). */
-export type DivertHook = (req: PutMessageRequest, props: Record<string, string>) => PutMessageRequest | null;
+/** The schedule's divert: the request to store instead, a refusal (a timer message 5.x refuses), or null. */
+export type DivertHook = (req: PutMessageRequest, props: Record<string, string>) => PutMessageRequest | { code: number; remark: string } | null;
 
 export class TransactionalMessageService {
   readonly #o: TransactionOptions;
@@ -233,7 +234,10 @@ export class TransactionalMessageService {
     if ("invalid" in built) return refuse(built.invalid);
     // Like a CommitLog put in RocketMQ, a committed message with a delay level waits in the
     // schedule topic first.
-    const req = this.#divert?.(built, parseProperties(built.properties)) ?? built;
+    // A timer past the max delay is refused at commit, as 5.x's put hook refuses it there.
+    const diverted = this.#divert?.(built, parseProperties(built.properties)) ?? built;
+    if ("code" in diverted) return { ...diverted, action: "refused" };
+    const req = diverted;
     const r = await ctx.store.putMessage(req);
     const stored = r.appended[0];
     if (!stored) return { ...putFailure(r), action: "refused" };
