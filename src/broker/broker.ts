@@ -36,7 +36,7 @@ import { HAClient, HAService, tlsTransport, type HaTransport, type HAClientStatu
 import { PullRequestHoldService } from "./long-polling.ts";
 import { BrokerStats } from "./stats.ts";
 import { brokerMetricsState, StoreTimeCache, type BrokerMetricsState } from "./metrics-state.ts";
-import { NamesrvRegistration } from "./namesrv-registration.ts";
+import { NamesrvRegistration, PendingRoutes } from "./namesrv-registration.ts";
 import { SlaveSynchronize } from "./slave-sync.ts";
 import { BrokerFailover, type EpochEntryCache, type FailoverStatus } from "./failover.ts";
 import { EpochCacheProcessor } from "./processors/epoch-cache.ts";
@@ -132,6 +132,8 @@ export interface ReplicationInfo {
   failover?: FailoverStatus;
 }
 
+/** How long a request that created a topic waits for its registration (PendingRoutes): under the clients' 3 s timeouts. */
+const ROUTE_WAIT_MAX_MS = 2000;
 /** Slave: how often it copies its master's topics, offsets and groups (RocketMQ: 10 s). */
 const SLAVE_SYNC_INTERVAL_MS = 10_000;
 /** Slave: how often it asks its master for the master's CommitLog end (lag reporting). */
@@ -180,6 +182,7 @@ export class BrokerController {
   #ctx: BrokerContext | null = null;
   #admin: BrokerAdmin | null = null;
   #registration: NamesrvRegistration | null = null;
+  readonly #pendingRoutes: PendingRoutes;
   #schedule: ScheduleMessageService | null = null;
   #tx: TransactionalMessageService | null = null;
   #timers: TimerHandle[] = [];
@@ -206,6 +209,7 @@ export class BrokerController {
   constructor(o: BrokerOptions) {
     this.#o = o;
     this.#clock = o.clock ?? systemClock;
+    this.#pendingRoutes = new PendingRoutes(this.#clock, ROUTE_WAIT_MAX_MS);
     this.#now = nowOf(this.#clock);
     this.#live = { haSlaveTimeoutMs: o.broker.haSlaveTimeoutMs, channelExpiredMs: o.broker.channelExpiredMs };
     this.#acl = o.broker.aclEnable ? aclHookOrThrow(o.broker.aclFile, "broker", this.#clock) : undefined;
@@ -406,9 +410,11 @@ export class BrokerController {
         const problem = topics.upsert(cfg);
         if (problem) throw new Error(`cannot create topic ${topic}: ${problem}`);
         this.#log.info(`created topic ${topic} (${queueNums} queues, perm ${perm})`);
-        this.#registration?.topicsChanged();
+        const registered = this.#registration?.topicsChanged();
+        if (registered) this.#pendingRoutes.track(topic, registered);
         return cfg;
       },
+      untilRoutable: (topic, other) => this.#pendingRoutes.until(topic, other),
     };
   }
 

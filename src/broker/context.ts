@@ -66,6 +66,12 @@ export interface BrokerContext {
   topicsChanged: () => void;
   /** Creates (or returns) a topic the broker needs internally (retry, DLQ, …). */
   createTopicIfAbsent: (topic: string, queueNums: number, perm: number) => TopicConfig;
+  /**
+   * Settles once the name servers route `topic` (and `other`) if just created (bounded); null when
+   * neither waits for its registration. A request that made a topic for a client awaits it before
+   * answering (./namesrv-registration.ts PendingRoutes).
+   */
+  untilRoutable: (topic: string, other?: string) => Promise<void> | null;
   /** broker.failover.enable: this replica's id, elected role, epoch and sync state set (brokerStatus shows them). */
   failover?: () => { replicaId: number | undefined; role: string; epoch: number; syncStateSet: readonly number[] };
 }

@@ -1,7 +1,8 @@
 /**
  * Registration larger than the frame limit (found by the port fuzz, issue #18): sent in RocketMQ's
  * compressed form when that fits, and otherwise failing with the size and the key to raise, not
- * just "connection closed".
+ * just "connection closed". And the wait for a topic change to reach the name servers (issue #27:
+ * a request that created a topic is answered once the topic is routable).
  */
 import { afterEach, describe, expect, test } from "bun:test";
 import { RemotingClient, REMOTING_CLIENT_DEFAULTS } from "../remoting/client.ts";
@@ -12,7 +13,8 @@ import { RemotingServer } from "../remoting/server.ts";
 import { recordingLogger } from "../remoting/test-support.ts";
 import type { TopicConfigWrapper } from "./metadata.ts";
 import { decodeRegisterBrokerBody } from "../protocol/register-broker-body.ts";
-import { NamesrvRegistration } from "./namesrv-registration.ts";
+import { NamesrvRegistration, PendingRoutes } from "./namesrv-registration.ts";
+import { SimClock } from "../../test/sim/clock.ts";
 
 const cleanups: (() => void | Promise<void>)[] = [];
 afterEach(async () => {
@@ -81,5 +83,50 @@ describe("registration larger than the frame limit", () => {
     expect(r!.ok).toBe(false);
     expect(r!.error).toMatch(/the registration of 20000 topics is \d+ bytes, over remoting\.frameSizeMaxBytes \(16384\), \d+ compressed/);
     expect(ns.got).toEqual([]);
+  });
+});
+
+describe("a topic change reaches the name servers before the request that made it is answered", () => {
+  test("topicsChanged settles after the registration that carries the change was answered; changes together share it", async () => {
+    const ns = namesrv(1 << 20);
+    const reg = registration(ns.server.port, 3, 1 << 20);
+    const a = reg.topicsChanged();
+    const b = reg.topicsChanged();
+    expect(ns.got).toEqual([]);
+    await Promise.all([a, b]);
+    expect(ns.got).toEqual([{ topics: 3, compressed: false }]);
+  });
+
+  test("topicsChanged settles when the name server cannot be reached (the periodic registration carries it later)", async () => {
+    const ns = namesrv(1 << 20);
+    const port = ns.server.port;
+    await ns.server.stop();
+    await registration(port, 3, 1 << 20).topicsChanged();
+  });
+
+  test("PendingRoutes: a created topic waits for its registration, bounded; others and settled ones do not wait", async () => {
+    const sim = new SimClock();
+    const routes = new PendingRoutes(sim.view(), 2000);
+    expect(routes.until("T")).toBeNull();
+    const registered = Promise.withResolvers<void>();
+    routes.track("T", registered.promise);
+    expect(routes.until("Other")).toBeNull();
+    let settled = false;
+    void routes.until("Other", "T")!.then(() => (settled = true));
+    await Bun.sleep(0);
+    expect(settled).toBe(false);
+    registered.resolve();
+    await Bun.sleep(0);
+    expect(settled).toBe(true);
+    expect(routes.until("T", "T")).toBeNull();
+    // A registration that never answers: the wait ends at the bound.
+    routes.track("U", new Promise<void>(() => {}));
+    let ended = false;
+    void routes.until("U")!.then(() => (ended = true));
+    await sim.advance(1999);
+    expect(ended).toBe(false);
+    await sim.advance(1);
+    expect(ended).toBe(true);
+    expect(routes.until("U")).toBeNull();
   });
 });

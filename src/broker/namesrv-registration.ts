@@ -44,6 +44,8 @@ export class NamesrvRegistration {
   readonly #clock: Clock;
   #timer: TimerHandle | null = null;
   #pending: TimerHandle | null = null;
+  /** Settled when the registration `#pending` will send has been answered. */
+  #pendingDone: PromiseWithResolvers<void> | null = null;
   #lastSuccessAt = 0;
   /** Set by unregisterAll: nothing registers again (a late topic change must not undo the leave). */
   #stopped = false;
@@ -130,13 +132,20 @@ export class NamesrvRegistration {
     return this.registerAll();
   }
 
-  /** Topics changed: register again shortly (changes made together ride on one registration). */
-  topicsChanged(): void {
-    if (this.#pending || this.#stopped) return;
+  /**
+   * Topics changed: register again shortly (changes made together ride on one registration).
+   * Resolves once that registration has been answered, or has failed, at every name server.
+   */
+  topicsChanged(): Promise<void> {
+    if (this.#stopped || this.#namesrvs.length === 0) return Promise.resolve();
+    if (this.#pending) return this.#pendingDone!.promise;
+    const done = (this.#pendingDone = Promise.withResolvers<void>());
     this.#pending = this.#clock.setTimeout(() => {
       this.#pending = null;
-      void this.registerAll();
+      this.#pendingDone = null;
+      void this.registerAll().finally(() => done.resolve());
     }, 20);
+    return done.promise;
   }
 
   async registerAll(): Promise<RegisterResult[]> {
@@ -221,6 +230,8 @@ export class NamesrvRegistration {
     if (this.#timer) this.#clock.clearInterval(this.#timer);
     if (this.#pending) this.#clock.clearTimeout(this.#pending);
     this.#timer = this.#pending = null;
+    this.#pendingDone?.resolve();
+    this.#pendingDone = null;
     await this.#unregisterFrom(this.#namesrvs, timeoutMs);
   }
 
@@ -240,5 +251,52 @@ export class NamesrvRegistration {
         }
       }),
     );
+  }
+}
+
+/**
+ * Topics the broker created on a client's behalf (a group's retry topic at its first heartbeat, a
+ * DLQ, a topic auto-created by a send) whose registration is still on its way to the name servers.
+ * The request that created one is answered only once the name servers route it, as Java's broker
+ * registers inside createTopicInSendMessageBackMethod / createTopicInSendMessageMethod before it
+ * answers: a client's look-up right after the answer (a new push consumer's first rebalances read
+ * %RETRY%<group>) then finds the topic instead of waiting for its next 30 s route poll. The wait is
+ * bounded by `maxWaitMs`, kept under the clients' 3 s request timeouts: a name server that does not
+ * answer must not stall clients (the periodic registration carries the topic later).
+ */
+export class PendingRoutes {
+  readonly #pending = new Map<string, Promise<void>>();
+  readonly #clock: Clock;
+  readonly #maxWaitMs: number;
+
+  constructor(clock: Clock, maxWaitMs: number) {
+    this.#clock = clock;
+    this.#maxWaitMs = maxWaitMs;
+  }
+
+  /** `topic` was created; `registered` settles when a registration carrying it was answered. */
+  track(topic: string, registered: Promise<void>): void {
+    const { promise, resolve } = Promise.withResolvers<void>();
+    const timer = this.#clock.setTimeout(resolve, this.#maxWaitMs);
+    void registered.finally(() => {
+      this.#clock.clearTimeout(timer);
+      resolve();
+    });
+    this.#pending.set(topic, promise);
+    void promise.then(() => {
+      if (this.#pending.get(topic) === promise) this.#pending.delete(topic);
+    });
+  }
+
+  /**
+   * Settles when `topic` (and `other`) are routable; null when neither is pending, the send path's
+   * common case, which costs one size check and no allocation.
+   */
+  until(topic: string, other?: string): Promise<void> | null {
+    if (this.#pending.size === 0) return null;
+    const a = this.#pending.get(topic);
+    const b = other === undefined || other === topic ? undefined : this.#pending.get(other);
+    if (a === undefined || b === undefined) return a ?? b ?? null;
+    return Promise.all([a, b]).then(() => {});
   }
 }

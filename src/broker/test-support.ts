@@ -54,6 +54,8 @@ export interface InProcessBrokerOptions {
   /** The store dir (kept at stop); default a fresh temp dir, removed at stop. */
   dir?: string;
   configAccess?: BrokerOptions["configAccess"];
+  /** Name servers to register with, on `network` (a test's own RemotingServer); default none. */
+  namesrvAddr?: string[];
 }
 
 /** Test settings on top of the schema's defaults: small files (as config/test-min.yaml), a fixed address. */
@@ -120,12 +122,12 @@ export class InProcessBroker implements AsyncDisposable {
     this.addr = `${FIXTURE_HOST}:${FIXTURE_PORT}`;
   }
 
-  /** Builds, binds (in memory) and starts a broker; with no name servers registration sends nothing. */
+  /** Builds, binds (in memory) and starts a broker; with no name servers (the default) registration sends nothing. */
   static start(o: InProcessBrokerOptions = {}): InProcessBroker {
     const b = new InProcessBroker(o);
     try {
       b.controller.bind();
-      b.controller.start([]);
+      b.controller.start(o.namesrvAddr ?? []);
     } catch (e) {
       if (b.#ownDir) rmSync(b.dir, { recursive: true, force: true });
       throw e;

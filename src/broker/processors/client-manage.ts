@@ -100,7 +100,7 @@ export class ClientManageProcessor implements RequestProcessor {
 
   static readonly CODES = [RequestCode.HEART_BEAT, RequestCode.UNREGISTER_CLIENT, RequestCode.CHECK_CLIENT_CONFIG];
 
-  process(conn: RemotingConnection, cmd: RemotingCommand): RemotingCommand {
+  process(conn: RemotingConnection, cmd: RemotingCommand): RemotingCommand | Promise<RemotingCommand> {
     switch (cmd.code) {
       case RequestCode.HEART_BEAT:
         return this.#heartbeat(conn, cmd);
@@ -111,17 +111,35 @@ export class ClientManageProcessor implements RequestProcessor {
     }
   }
 
-  #heartbeat(conn: RemotingConnection, cmd: RemotingCommand): RemotingCommand {
+  /**
+   * As Java's heartBeat: each consumer group's retry topic is made first, and once the name servers
+   * route a new one, the members are registered (which notifies the group) and the heartbeat
+   * answered; a new push consumer's rebalances right after its start then find %RETRY%<group>.
+   */
+  #heartbeat(conn: RemotingConnection, cmd: RemotingCommand): RemotingCommand | Promise<RemotingCommand> {
     const ctx = this.#ctx;
     const hb = decodeHeartbeat(cmd.body, this.#ctx.settings.enablePropertyFilter);
     if ("invalid" in hb) return createResponse(cmd, ResponseCode.SYSTEM_ERROR, hb.invalid);
-    const now = ctx.now();
-    const channel = { clientId: hb.clientID, conn, language: cmd.language, version: cmd.version, lastUpdateTimestamp: now };
+    const routed: Promise<void>[] = [];
     for (const c of hb.consumers) {
       const group = ctx.groups.findOrCreate(c.groupName, ctx.settings.autoCreateSubscriptionGroup);
       if (group && group.retryQueueNums > 0 && ctx.settings.brokerRole !== "SLAVE") {
-        ctx.createTopicIfAbsent(retryTopic(c.groupName), group.retryQueueNums, PermName.READ | PermName.WRITE);
+        const retry = retryTopic(c.groupName);
+        ctx.createTopicIfAbsent(retry, group.retryQueueNums, PermName.READ | PermName.WRITE);
+        const wait = ctx.untilRoutable(retry);
+        if (wait) routed.push(wait);
       }
+    }
+    if (routed.length === 0) return this.#register(conn, cmd, hb);
+    return Promise.all(routed).then(() => this.#register(conn, cmd, hb));
+  }
+
+  #register(conn: RemotingConnection, cmd: RemotingCommand, hb: Heartbeat): RemotingCommand {
+    const ctx = this.#ctx;
+    // Closed while its retry topic was being registered: the close already dropped its memberships.
+    if (conn.closed) return createResponse(cmd, ResponseCode.SUCCESS);
+    const channel = { clientId: hb.clientID, conn, language: cmd.language, version: cmd.version, lastUpdateTimestamp: ctx.now() };
+    for (const c of hb.consumers) {
       ctx.consumers.register({
         group: c.groupName,
         consumeType: c.consumeType,

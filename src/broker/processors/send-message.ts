@@ -234,6 +234,10 @@ export class SendMessageProcessor implements RequestProcessor {
     // refused by any check (queue id, size, batch body, properties, a full disk) creates nothing.
     if (result.appended.length > 0) create?.();
     wakePulls(ctx, reqs, result);
+    // A topic made by this send (auto-created, or the DLQ of a retry past its max) is routable
+    // before the producer hears of it, as Java registers inside createTopicInSendMessageMethod.
+    const routed = ctx.untilRoutable(i.header.topic, reqs[0]!.topic);
+    if (routed) await routed;
     return { result, queueId };
   }
 
@@ -297,6 +301,8 @@ export class SendMessageProcessor implements RequestProcessor {
       create?.();
       ctx.stats.recordPut(1, i.body.length, h.topic);
     }
+    const routed = ctx.untilRoutable(h.topic);
+    if (routed) await routed;
     return { result, queueId };
   }
 
@@ -493,6 +499,8 @@ export class SendMessageProcessor implements RequestProcessor {
     void conn;
     const result = await ctx.store.putMessages([req]);
     wakePulls(this.#ctx, [req], result);
+    const routed = ctx.untilRoutable(retry, topic);
+    if (routed) await routed;
     if (result.status === "PUT_OK") {
       ctx.stats.recordSendBack(orig.topic, groupName);
       return createResponse(cmd, ResponseCode.SUCCESS);

@@ -1,0 +1,91 @@
+/**
+ * A topic the broker creates on a client's behalf is routable on the name servers before the
+ * answer that made it goes out (issue #27 item 2; ../namesrv-registration.ts PendingRoutes): the
+ * retry topic of a new group at its first heartbeat, a topic auto-created by a send, a DLQ. A name
+ * server that never answers holds the answer for at most 2 s. Through the in-process broker with a
+ * name server of the test's own on the same in-memory sockets, which answers REGISTER_BROKER only
+ * when the test lets it.
+ */
+import { describe, expect, test } from "bun:test";
+import { decodeRegisterBrokerBody } from "../../protocol/register-broker-body.ts";
+import { createResponse, RemotingServer, RequestCode, ResponseCode, type RemotingCommand } from "../../remoting/index.ts";
+import { recordingLogger } from "../../remoting/test-support.ts";
+import { MemNetwork } from "../../remoting/test-support.ts";
+import { heartbeatRequest, InProcessBroker, sendV2Request } from "../test-support.ts";
+
+const NAMESRV = "127.0.0.1:9876";
+
+/** A name server that holds each REGISTER_BROKER until `release()`; `topics` holds what each registration carried. */
+function heldNamesrv(network: MemNetwork) {
+  const held: (() => void)[] = [];
+  const registrations: string[][] = [];
+  const s = new RemotingServer({
+    host: "127.0.0.1",
+    port: 9876,
+    frameSizeMaxBytes: 1 << 20,
+    connectionBufferMaxBytes: 1 << 20,
+    log: recordingLogger(),
+    network,
+  });
+  s.register(RequestCode.REGISTER_BROKER, {
+    process: (_c, cmd) => {
+      const body = decodeRegisterBrokerBody(cmd.body, cmd.extFields?.compressed === "true", cmd.version);
+      if ("invalid" in body) return createResponse(cmd, ResponseCode.SYSTEM_ERROR, body.invalid);
+      registrations.push(Object.keys(body.topicConfigTable));
+      return new Promise<RemotingCommand>((resolve) => held.push(() => resolve(createResponse(cmd, ResponseCode.SUCCESS))));
+    },
+  });
+  s.start();
+  const release = () => {
+    for (const r of held.splice(0)) r();
+  };
+  return { server: s, registrations, release, routes: (topic: string) => registrations.some((r) => r.includes(topic)) };
+}
+
+/** The promise's outcome once settled, or "pending". */
+async function state<T>(p: Promise<T>): Promise<T | "pending"> {
+  return Promise.race([p, Bun.sleep(5).then(() => "pending" as const)]);
+}
+
+describe("a topic made for a client is routable before the client hears back", () => {
+  test("a new group's retry topic: the heartbeat is answered once its registration was", async () => {
+    const network = new MemNetwork();
+    const ns = heldNamesrv(network);
+    await using b = InProcessBroker.start({ network, namesrvAddr: [NAMESRV] });
+    await b.advance(0);
+    ns.release(); // the registration at start
+    const hb = b.call(heartbeatRequest("10.0.0.1@c", { group: "NewGroup", subs: [{ topic: "TBW102", expr: "*" }] }));
+    await b.advance(20);
+    expect(await state(hb)).toBe("pending");
+    expect(ns.routes("%RETRY%NewGroup")).toBe(true);
+    ns.release();
+    expect((await hb).code).toBe(ResponseCode.SUCCESS);
+    // Known now: the next heartbeat is answered at once, with no registration.
+    const before = ns.registrations.length;
+    expect((await b.call(heartbeatRequest("10.0.0.1@c", { group: "NewGroup" }))).code).toBe(ResponseCode.SUCCESS);
+    expect(ns.registrations.length).toBe(before);
+    await ns.server.stop();
+  });
+
+  test("an auto-created topic: the send is answered once its registration was; a name server that never answers holds it 2 s", async () => {
+    const network = new MemNetwork();
+    const ns = heldNamesrv(network);
+    await using b = InProcessBroker.start({ network, namesrvAddr: [NAMESRV], broker: { autoCreateTopicEnable: true } });
+    await b.advance(0);
+    ns.release();
+    const sent = b.call(sendV2Request("Fresh", "x"));
+    await b.advance(20);
+    expect(await state(sent)).toBe("pending");
+    expect(ns.routes("Fresh")).toBe(true);
+    ns.release();
+    expect((await sent).code).toBe(ResponseCode.SUCCESS);
+    // Never answered: the producer hears back at the bound, its message stored.
+    const silent = b.call(sendV2Request("Silent", "y"));
+    await b.advance(1990);
+    expect(await state(silent)).toBe("pending");
+    await b.advance(30);
+    expect((await silent).code).toBe(ResponseCode.SUCCESS);
+    ns.release();
+    await ns.server.stop();
+  });
+});
