@@ -101,6 +101,14 @@ export class ConsumerManager {
     return changed;
   }
 
+  /** Tells these members of `group` to rebalance now (those still connected). */
+  notifyMembers(group: string, clientIds: ReadonlySet<string>): void {
+    const g = this.#groups.get(group);
+    if (!g) return;
+    const members = [...clientIds].map((id) => g.channels.get(id)).filter((ch) => ch !== undefined);
+    if (members.length > 0) this.#onMembersChanged(group, members);
+  }
+
   unregister(group: string, clientId: string): boolean {
     const g = this.#groups.get(group);
     if (!g || !g.channels.delete(clientId)) return false;

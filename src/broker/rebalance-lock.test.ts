@@ -46,4 +46,26 @@ describe("RebalanceLockManager", () => {
     m.tryLockBatch("other", [q(5)], "c3");
     expect(m.size).toBe(1);
   });
+
+  test("unlock names the clients that were refused a released queue, once; a lock that changes hands forgets them", () => {
+    let now = 0;
+    const m = new RebalanceLockManager({ now: () => now });
+    m.tryLockBatch("G", [q(0), q(1), q(2)], "old");
+    expect(m.tryLockBatch("G", [q(0), q(1)], "new")).toEqual([]);
+    expect(m.tryLockBatch("G", [q(1)], "third")).toEqual([]);
+    // The holder renewing keeps its waiters.
+    expect(m.tryLockBatch("G", [q(0), q(1)], "old")).toEqual([q(0), q(1)]);
+    // q2 had no waiter; a client unlocking what it does not hold releases nothing and names no one.
+    expect([...m.unlockBatch("G", [q(2)], "old")]).toEqual([]);
+    expect([...m.unlockBatch("G", [q(0), q(1)], "new")]).toEqual([]);
+    expect([...m.unlockBatch("G", [q(0), q(1)], "old")].sort()).toEqual(["new", "third"]);
+    expect(m.tryLockBatch("G", [q(0), q(1)], "new")).toEqual([q(0), q(1)]);
+    expect([...m.unlockBatch("G", [q(0), q(1)], "new")]).toEqual([]);
+    // An expired lock taken over by a waiter starts with no waiters.
+    m.tryLockBatch("G", [q(3)], "a");
+    m.tryLockBatch("G", [q(3)], "b");
+    now = REBALANCE_LOCK_MAX_LIVE_MS + 1;
+    expect(m.tryLockBatch("G", [q(3)], "b")).toEqual([q(3)]);
+    expect([...m.unlockBatch("G", [q(3)], "b")]).toEqual([]);
+  });
 });

@@ -343,7 +343,10 @@ export class AdminProcessor implements RequestProcessor {
     const b = decodeLockBatchBody(cmd.body);
     if ("invalid" in b) return createResponse(cmd, ResponseCode.SYSTEM_ERROR, b.invalid);
     if (cmd.code === RequestCode.UNLOCK_BATCH_MQ) {
-      this.#locks.unlockBatch(b.consumerGroup, b.mqSet, b.clientId);
+      // Members refused a released queue rebalance now, not at their next 20 s rebalance
+      // (../rebalance-lock.ts): an orderly hand-over takes milliseconds.
+      const waiters = this.#locks.unlockBatch(b.consumerGroup, b.mqSet, b.clientId);
+      if (waiters.size > 0) this.#ctx.consumers.notifyMembers(b.consumerGroup, waiters);
       return createResponse(cmd, ResponseCode.SUCCESS);
     }
     const held = this.#locks.tryLockBatch(b.consumerGroup, b.mqSet, b.clientId);
