@@ -41,7 +41,7 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   if (args.action === "help") {
-    out(HELP_TEXT);
+    out(args.helpText ?? HELP_TEXT);
     return 0;
   }
   // Loaded only for `bench`: the client library and the node:zlib / node:crypto modules it uses

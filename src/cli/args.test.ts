@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { HELP_TEXT, parseArgs, type CliArgs } from "./args.ts";
+import { BENCH_HELP_TEXT, HELP_TEXT, parseArgs, type CliArgs } from "./args.ts";
 
 function ok(argv: string[]): CliArgs {
   const r = parseArgs(argv);
@@ -169,6 +169,15 @@ describe("bench subcommand", () => {
 
   test("bad values and unknown flags are errors", () => {
     expect(errors(["bench"])[0]).toContain('expected "producer" or "consumer"');
+    // The bench's own help, not the general one (issue #27).
+    for (const argv of [["bench", "producer", "--help"], ["bench", "consumer", "-h"], ["bench", "--help"], ["bench", "producer", "-w", "x", "-h"]]) {
+      const h = ok(argv);
+      expect(h.action).toBe("help");
+      expect(h.helpText).toBe(BENCH_HELP_TEXT);
+    }
+    expect(BENCH_HELP_TEXT).toContain("-w, --inflight N");
+    expect(BENCH_HELP_TEXT).not.toContain("Roles:");
+    expect(ok(["--help"]).helpText).toBeUndefined();
     expect(errors(["bench", "producer", "-w", "0"])[0]).toContain("-w");
     expect(errors(["bench", "producer", "-s", "x"])[0]).toContain("-s");
     expect(errors(["bench", "consumer", "--from", "middle"])[0]).toContain("first or last");

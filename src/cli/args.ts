@@ -17,6 +17,8 @@ export interface CliArgs {
   bench?: BenchOptions;
   /** `rocketbun admin <command> ...`: the arguments after "admin", parsed by src/admin-cli/. */
   admin?: string[];
+  /** With action "help": which text (`rocketbun bench … --help` prints the bench's own). */
+  helpText?: string;
 }
 
 /** `rocketbun bench`: a load generator like RocketMQ's producer.sh / consumer.sh. */
@@ -143,7 +145,7 @@ const BENCH_FLAGS: Record<string, "namesrv" | "topic" | "inflight" | "size" | "k
 /** `bench producer|consumer [flags]` (RocketMQ's benchmark flags: -n -t -w -s -k -g). */
 export function parseBenchArgs(argv: string[]): CliArgs | { errors: string[] } {
   const errors: string[] = [];
-  if (argv.includes("--help") || argv.includes("-h")) return { action: "help", flags: {} };
+  if (argv.includes("--help") || argv.includes("-h")) return { action: "help", flags: {}, helpText: BENCH_HELP_TEXT };
   const mode = argv[0];
   if (mode !== "producer" && mode !== "consumer") return { errors: [`bench: expected "producer" or "consumer", got ${JSON.stringify(mode ?? "")}`] };
   const o: BenchOptions = {
@@ -204,6 +206,27 @@ export function parseBenchArgs(argv: string[]): CliArgs | { errors: string[] } {
   return { action: "bench", flags: {}, bench: o };
 }
 
+/** The bench's flags: part of the general help, and all of `rocketbun bench … --help`. */
+const BENCH_FLAGS_TEXT = `Benchmark (like RocketMQ's producer.sh / consumer.sh; standard requests only, so it works against
+Apache RocketMQ too). One line per second; a summary at the end:
+  rocketbun bench producer    Send TPS, max and average RT (ms), failures
+  rocketbun bench consumer    Consume TPS, average and max latency from the born (B2C) and store (S2C) time
+  -n, --namesrv ADDR[;ADDR]   name servers (default $NAMESRV_ADDR, else 127.0.0.1:9876)
+  -t, --topic TOPIC           topic (default BenchmarkTest; create it first)
+  -w, --inflight N            producer: sends in flight (default 64)
+  -s, --size BYTES            producer: body size (default 128)
+  -k, --keys [true|false]     producer: a unique key per message (default false)
+  -g, --group GROUP           producer or consumer group (default benchmark_producer / benchmark_consumer)
+  --from first|last           consumer: where a new group starts (default last)
+  --count N                   stop after N messages sent or received
+  --seconds N                 stop after N seconds (without either: run until Ctrl-C)
+  -h, --help                  print the bench's flags and exit
+`;
+
+export const BENCH_HELP_TEXT = `Usage: rocketbun bench producer|consumer [-n NAMESRV] [-t TOPIC] [bench flags]
+
+${BENCH_FLAGS_TEXT}`;
+
 export const HELP_TEXT = `Usage: rocketbun --role namesrv|master|slave|standalone [--config FILE] [flags]
        rocketbun bench producer|consumer [-n NAMESRV] [-t TOPIC] [bench flags]
        rocketbun admin <command> -n NAMESRV [flags]     (mqadmin's commands; 'rocketbun admin --help')
@@ -238,20 +261,7 @@ Flags:
 
 Both --flag value and --flag=value are accepted.
 
-Benchmark (like RocketMQ's producer.sh / consumer.sh; standard requests only, so it works against
-Apache RocketMQ too). One line per second; a summary at the end:
-  rocketbun bench producer    Send TPS, max and average RT (ms), failures
-  rocketbun bench consumer    Consume TPS, average and max latency from the born (B2C) and store (S2C) time
-  -n, --namesrv ADDR[;ADDR]   name servers (default $NAMESRV_ADDR, else 127.0.0.1:9876)
-  -t, --topic TOPIC           topic (default BenchmarkTest; create it first)
-  -w, --inflight N            producer: sends in flight (default 64)
-  -s, --size BYTES            producer: body size (default 128)
-  -k, --keys [true|false]     producer: a unique key per message (default false)
-  -g, --group GROUP           producer or consumer group (default benchmark_producer / benchmark_consumer)
-  --from first|last           consumer: where a new group starts (default last)
-  --count N                   stop after N messages sent or received
-  --seconds N                 stop after N seconds (without either: run until Ctrl-C)
-
+${BENCH_FLAGS_TEXT}
 Default ports (port 0 = any free port; see --ports-file):
   name server  9876, admin 9877 (listen port + 1)
   broker       10911, HA 10912 (listen + 1), VIP 10909 (listen - 2), admin 10910 (listen - 1)
