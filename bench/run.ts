@@ -51,7 +51,7 @@ import {
   type Proc,
 } from "./lib/cluster.ts";
 import { diskUsage, fdatasyncProbe, round, rssBytes, sleep, STANDARD, type WorkloadParams } from "./lib/measure.ts";
-import { peersCommand, readJsonl, runPeers } from "./lib/peers.ts";
+import { peersCommand, peersHarness, readJsonl, runPeers } from "./lib/peers.ts";
 import { loadProfile, summarize, summaryMarkdown } from "./lib/profile.ts";
 import { buildReport, type Report } from "./lib/report.ts";
 import { ourClientOnApache } from "./lib/rocketmq-ourclient.ts";
@@ -424,6 +424,9 @@ export async function main(argv: string[]): Promise<Report> {
   if (a.peersFrom) {
     peerRows = readJsonl(a.peersFrom);
     peersNote = `read from ${a.peersFrom}`;
+  } else if (a.peers && !existsSync(join(peersHarness(), "run.sh"))) {
+    peersNote = `absent: no peers' harness at ${peersHarness()} (its run.sh; set BENCH_PEERS to it, or pass --no-peers)`;
+    log(`peers: ${peersNote}; the report has no NATS or Redis rows, and the targets against them are not measured`);
   } else if (a.peers) {
     const dir = join(a.out, "peers", stamp);
     const env: Record<string, string> = { RUNS: "1", PEERS: "limits nats redis redis-always" };

@@ -85,7 +85,8 @@ export async function runPeers(
 ): Promise<{ rows: Record<string, unknown>[]; file: string | null; exitCode: number; command: string }> {
   mkdirSync(resultsDir, { recursive: true });
   const command = peersCommand(resultsDir, env);
-  if (!existsSync(join(peersHarness(), "run.sh"))) return { rows: [], file: null, exitCode: -1, command: `${command} (harness missing)` };
+  // bench/run.ts says so in one line before it gets here.
+  if (!existsSync(join(peersHarness(), "run.sh"))) throw new Error(`no peers' harness at ${peersHarness()}`);
   const work = peersWorkDir();
   refreshWorkCopy(peersHarness(), work);
   const script = join(work, "run.sh");
