@@ -63,6 +63,8 @@ export class ConsumerManager {
   readonly #groups = new Map<string, ConsumerGroupInfo>();
   readonly #index = new MembershipIndex();
   readonly #onMembersChanged: (group: string, members: ClientChannel[]) => void;
+  /** notifyOnNextList's requests: connection → group → clientId (gone with the connection). */
+  readonly #listNotify = new WeakMap<RemotingConnection, Map<string, string>>();
 
   constructor(onMembersChanged: (group: string, members: ClientChannel[]) => void) {
     this.#onMembersChanged = onMembersChanged;
@@ -99,6 +101,32 @@ export class ConsumerManager {
     const changed = membersChanged || subsChanged;
     if (changed) this.#onMembersChanged(r.group, [...g.channels.values()]);
     return changed;
+  }
+
+  /**
+   * The member `clientId` on `conn` gets one more NOTIFY_CONSUMER_IDS_CHANGED of `group` just
+   * before the answer to its next GET_CONSUMER_LIST_BY_GROUP of it (`listed`). Asked when its
+   * heartbeat made the group's retry topic. A 4.x push consumer's rebalance reads a topic's queues
+   * before it looks the topic's route up (RebalanceImpl.rebalanceByTopic, findConsumerIdList), so
+   * the retry topic, routable only once that heartbeat was answered, is taken by its second
+   * rebalance. It gets one only when the join notification and its start's rebalanceImmediately
+   * do not coincide, a race; otherwise its first retry waits for the 20 s rebalance (1 of 4 runs
+   * here). A notification that arrives while the rebalance waits for this answer makes the client
+   * run it again at once.
+   */
+  notifyOnNextList(conn: RemotingConnection, group: string, clientId: string): void {
+    let groups = this.#listNotify.get(conn);
+    if (!groups) this.#listNotify.set(conn, (groups = new Map()));
+    groups.set(group, clientId);
+  }
+
+  /** GET_CONSUMER_LIST_BY_GROUP of `group` came on `conn`: the notification notifyOnNextList asked for, once. */
+  listed(conn: RemotingConnection, group: string): void {
+    const groups = this.#listNotify.get(conn);
+    const clientId = groups?.get(group);
+    if (clientId === undefined) return;
+    groups!.delete(group);
+    this.notifyMembers(group, new Set([clientId]));
   }
 
   /** Tells these members of `group` to rebalance now (those still connected). */

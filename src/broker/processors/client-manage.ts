@@ -121,20 +121,23 @@ export class ClientManageProcessor implements RequestProcessor {
     const hb = decodeHeartbeat(cmd.body, this.#ctx.settings.enablePropertyFilter);
     if ("invalid" in hb) return createResponse(cmd, ResponseCode.SYSTEM_ERROR, hb.invalid);
     const routed: Promise<void>[] = [];
+    const madeRetry = new Set<string>();
     for (const c of hb.consumers) {
       const group = ctx.groups.findOrCreate(c.groupName, ctx.settings.autoCreateSubscriptionGroup);
       if (group && group.retryQueueNums > 0 && ctx.settings.brokerRole !== "SLAVE") {
         const retry = retryTopic(c.groupName);
+        if (!ctx.topics.get(retry)) madeRetry.add(c.groupName);
         ctx.createTopicIfAbsent(retry, group.retryQueueNums, PermName.READ | PermName.WRITE);
         const wait = ctx.untilRoutable(retry);
         if (wait) routed.push(wait);
       }
     }
-    if (routed.length === 0) return this.#register(conn, cmd, hb);
-    return Promise.all(routed).then(() => this.#register(conn, cmd, hb));
+    if (routed.length === 0) return this.#register(conn, cmd, hb, madeRetry);
+    return Promise.all(routed).then(() => this.#register(conn, cmd, hb, madeRetry));
   }
 
-  #register(conn: RemotingConnection, cmd: RemotingCommand, hb: Heartbeat): RemotingCommand {
+  /** The members and producers of `hb`; a member whose heartbeat made its group's retry topic is notified once more later. */
+  #register(conn: RemotingConnection, cmd: RemotingCommand, hb: Heartbeat, madeRetry: ReadonlySet<string>): RemotingCommand {
     const ctx = this.#ctx;
     // Closed while its retry topic was being registered: the close already dropped its memberships.
     if (conn.closed) return createResponse(cmd, ResponseCode.SUCCESS);
@@ -148,6 +151,7 @@ export class ClientManageProcessor implements RequestProcessor {
         subscriptions: c.subscriptions,
         channel,
       });
+      if (madeRetry.has(c.groupName)) ctx.consumers.notifyOnNextList(conn, c.groupName, hb.clientID);
     }
     for (const p of hb.producers) ctx.producers.register(p, channel);
     return createResponse(cmd, ResponseCode.SUCCESS);

@@ -34,7 +34,7 @@ export class ConsumerManageProcessor implements RequestProcessor {
     RequestCode.GET_EARLIEST_MSG_STORETIME,
   ];
 
-  process(_conn: RemotingConnection, cmd: RemotingCommand): RemotingCommand {
+  process(conn: RemotingConnection, cmd: RemotingCommand): RemotingCommand {
     const ext = cmd.extFields;
     const store = this.#ctx.store;
     const ok = (e?: Record<string, string>, body?: Uint8Array) => createResponse(cmd, ResponseCode.SUCCESS, undefined, e, body);
@@ -43,6 +43,8 @@ export class ConsumerManageProcessor implements RequestProcessor {
         const group = reqString(ext, "consumerGroup");
         const ids = this.#ctx.consumers.clientIds(group);
         if (ids.length === 0) return createResponse(cmd, ResponseCode.SYSTEM_ERROR, `no consumer for this group, ${group}`);
+        // Written before this answer, on the same connection (../client-manager.ts notifyOnNextList).
+        this.#ctx.consumers.listed(conn, group);
         return ok(undefined, jsonBytes({ consumerIdList: ids }));
       }
       case RequestCode.QUERY_CONSUMER_OFFSET:

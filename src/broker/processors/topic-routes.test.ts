@@ -8,7 +8,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import { decodeRegisterBrokerBody } from "../../protocol/register-broker-body.ts";
-import { createResponse, RemotingServer, RequestCode, ResponseCode, type RemotingCommand } from "../../remoting/index.ts";
+import { createRequest, createResponse, RemotingServer, RequestCode, ResponseCode, type RemotingCommand } from "../../remoting/index.ts";
 import { recordingLogger } from "../../remoting/test-support.ts";
 import { MemNetwork } from "../../remoting/test-support.ts";
 import { heartbeatRequest, InProcessBroker, sendV2Request } from "../test-support.ts";
@@ -87,5 +87,36 @@ describe("a topic made for a client is routable before the client hears back", (
     expect((await silent).code).toBe(ResponseCode.SUCCESS);
     ns.release();
     await ns.server.stop();
+  });
+
+  test("the member whose heartbeat made its group's retry topic is notified once more, just before its next consumer-list answer", async () => {
+    await using b = InProcessBroker.start();
+    const member = (clientId: string) => {
+      const seen: string[] = [];
+      const client = b.client((_conn, cmd) => seen.push(cmd.code === RequestCode.NOTIFY_CONSUMER_IDS_CHANGED ? "notify" : String(cmd.code)));
+      const call = async (cmd: RemotingCommand, what: string) => {
+        const res = await client.invoke(b.addr, cmd, 10_000);
+        await b.advance(0);
+        seen.push(`${what} ${res.code}`);
+      };
+      return {
+        seen,
+        heartbeat: () => call(heartbeatRequest(clientId, { group: "G", subs: [{ topic: "TBW102", expr: "*" }] }), "heartbeat"),
+        list: () => call(createRequest(RequestCode.GET_CONSUMER_LIST_BY_GROUP, { consumerGroup: "G" }), "list"),
+      };
+    };
+    const first = member("10.0.0.1@first");
+    await first.heartbeat();
+    await first.list();
+    await first.list();
+    await first.heartbeat();
+    await first.list();
+    // The join's notification, then the one written before the first list answer, then none.
+    expect(first.seen).toEqual(["notify", "heartbeat 0", "notify", "list 0", "list 0", "heartbeat 0", "list 0"]);
+    // A later member finds the retry topic made: only the join's notification (sent to both).
+    const second = member("10.0.0.2@second");
+    await second.heartbeat();
+    await second.list();
+    expect(second.seen).toEqual(["notify", "heartbeat 0", "list 0"]);
   });
 });
