@@ -17,6 +17,7 @@ export type CompatClient = "ali-ons" | "java-4.9.8" | "java-5.3.3" | "go-v2" | "
 export interface CompatRow {
   scenario: string;
   client: CompatClient;
+  /** "apache-5" (Apache RocketMQ 5.3.3) gets its own columns, in the tables that have such rows only. */
   broker: BrokerKind;
   ok: boolean;
   /** Why it failed (first lines), or what it measured. */

@@ -1,7 +1,9 @@
 /**
  * The two brokers every interop suite (Java, Go, mqadmin) runs against side by side: RocketBun
  * (the compiled binary, a name server and a master as two processes) and Apache RocketMQ itself
- * (NamesrvStartup and BrokerStartup from Maven Central, test/interop/java/apache-server). Both get
+ * (NamesrvStartup and BrokerStartup from Maven Central, test/interop/java/apache-server: 4.9.7).
+ * A third, "apache-5" (APACHE_5: 5.3.3, test/interop/java/apache-server-5, no proxy), is the
+ * reference for the Java scenarios that need a 5.x broker (timer messages). All get
  * the same settings where they share a meaning, so a scenario that passes on one and fails on the
  * other points at a difference in behaviour, not in configuration:
  *   autoCreateTopicEnable, enablePropertyFilter, a transaction check-back after 2 s, every 2 s,
@@ -19,8 +21,12 @@ import { collect, startRocketbun, tempDir, waitFor, type RunningBinary } from ".
 import { freeBrokerPort, freePort, JVM_FLAGS, mavenClasspath } from "./java.ts";
 import { bodyJson, newClient } from "./wire.ts";
 
-export type BrokerKind = "rocketbun" | "apache";
+/** "apache" is Apache RocketMQ 4.9.7; "apache-5" is 5.3.3, for the scenarios that need a 5.x broker. */
+export type BrokerKind = "rocketbun" | "apache" | "apache-5";
+/** The pair every interop suite runs side by side: RocketBun and Apache RocketMQ 4.9.7. */
 export const BROKER_KINDS: readonly BrokerKind[] = ["rocketbun", "apache"];
+/** Apache RocketMQ 5.3.3 (test/interop/java/apache-server-5): timer messages and the rest of 5.x's broker. */
+export const APACHE_5 = "apache-5" satisfies BrokerKind;
 
 export const CLUSTER_NAME = "InteropCluster";
 export const BROKER_NAME = "broker-a";
@@ -55,7 +61,7 @@ export interface ClusterOptions {
 }
 
 export async function startCluster(kind: BrokerKind, opts: ClusterOptions = {}): Promise<InteropCluster> {
-  const c = kind === "rocketbun" ? await startRocketbunCluster(opts) : await startApacheCluster(opts);
+  const c = kind === "rocketbun" ? await startRocketbunCluster(opts) : await startApacheCluster(kind, opts);
   await waitForBroker(c.namesrvAddr, c.diag, opts.tls?.client);
   return c;
 }
@@ -136,70 +142,113 @@ async function startRocketbunCluster(opts: ClusterOptions): Promise<InteropClust
   };
 }
 
-// Minimal logback configurations: BrokerStartup and NamesrvStartup refuse to start without
-// $ROCKETMQ_HOME/conf/logback_{broker,namesrv}.xml. Warnings and errors go to a file in the home.
-const LOGBACK = (file: string) => `<configuration>
+// Minimal logback configurations, warnings and errors to a file in the home. 4.9.7's BrokerStartup
+// and NamesrvStartup refuse to start without $ROCKETMQ_HOME/conf/logback_{broker,namesrv}.xml;
+// 5.x reads the file the rmq.logback.configurationFile property names (one per process here), and
+// its transaction check warns "No new message" at every 2 s check: `quiet` loggers log errors only.
+const LOGBACK = (file: string, quiet: readonly string[] = []) => `<configuration>
   <appender name="F" class="ch.qos.logback.core.FileAppender">
     <file>\${user.home}/${file}</file>
     <encoder><pattern>%d{HH:mm:ss.SSS} %-5p %c{0} - %m%n</pattern></encoder>
   </appender>
-  <root level="WARN"><appender-ref ref="F"/></root>
+${quiet.map((l) => `  <logger name="${l}" level="ERROR"/>\n`).join("")}  <root level="WARN"><appender-ref ref="F"/></root>
 </configuration>
 `;
 
-async function startApacheCluster(opts: ClusterOptions): Promise<InteropCluster> {
-  const cp = mavenClasspath("apache-server");
-  const home = tempDir("apache-rocketmq-");
+type ApacheKind = Exclude<BrokerKind, "rocketbun">;
+/** The Maven project (test/interop/java/<project>) of each Apache version. */
+const APACHE_PROJECT: Record<ApacheKind, string> = { apache: "apache-server", "apache-5": "apache-server-5" };
+
+/** $ROCKETMQ_HOME: the logback files of `kind`, and plain_acl.yml for PlainPermissionManager (4.9.7). */
+function writeApacheHome(kind: ApacheKind, home: string, opts: ClusterOptions): void {
   mkdirSync(join(home, "conf"));
-  writeFileSync(join(home, "conf", "logback_namesrv.xml"), LOGBACK("namesrv.log"));
-  writeFileSync(join(home, "conf", "logback_broker.xml"), LOGBACK("broker.log"));
+  for (const role of ["namesrv", "broker"]) {
+    if (kind === "apache") writeFileSync(join(home, "conf", `logback_${role}.xml`), LOGBACK(`${role}.log`));
+    else writeFileSync(join(home, "conf", `rmq.${role}.logback.xml`), LOGBACK(`${role}.log`, ["RocketmqTransaction"]));
+  }
+  if (opts.aclYaml === undefined) return;
+  // 5.3 replaced plain_acl.yml with ACL 2.0 (rocketmq-auth); no suite needs ACL on it yet.
+  if (kind !== "apache") throw new Error(`startCluster("${kind}"): aclYaml is only wired for Apache RocketMQ 4.9.7`);
   // PlainPermissionManager reads ${rocketmq.home.dir}/conf/plain_acl.yml.
-  if (opts.aclYaml !== undefined) writeFileSync(join(home, "conf", "plain_acl.yml"), opts.aclYaml);
-  const nsPort = freePort();
-  const brokerPort = freeBrokerPort();
-  writeFileSync(join(home, "namesrv.properties"), `listenPort=${nsPort}\n`);
-  const store = join(home, "store");
-  writeFileSync(
-    join(home, "broker.properties"),
-    [
-      `brokerClusterName=${CLUSTER_NAME}`,
-      `brokerName=${BROKER_NAME}`,
-      "brokerId=0",
-      "brokerRole=ASYNC_MASTER",
-      "flushDiskType=ASYNC_FLUSH",
-      `listenPort=${brokerPort}`,
-      `namesrvAddr=127.0.0.1:${nsPort}`,
-      "brokerIP1=127.0.0.1",
-      `storePathRootDir=${store}`,
-      `storePathCommitLog=${join(store, "commitlog")}`,
-      "autoCreateTopicEnable=true",
-      "autoCreateSubscriptionGroup=true",
-      "enablePropertyFilter=true",
-      "traceTopicEnable=true",
-      "transactionCheckInterval=2000",
-      "transactionTimeOut=2000",
-      "registerBrokerTimeoutMills=6000",
-      "diskMaxUsedSpaceRatio=95",
-      ...(opts.aclYaml !== undefined ? ["aclEnable=true"] : []),
-      "",
-    ].join("\n"),
-  );
-  // user.home points into the temp home so RocketMQ's own files (~/logs, ~/store defaults) stay there.
-  const env = { ...process.env, ROCKETMQ_HOME: home, HOME: home };
-  const jvm = (heap: string, main: string, conf: string): string[] => [
+  writeFileSync(join(home, "conf", "plain_acl.yml"), opts.aclYaml);
+}
+
+/** broker.properties, the same keys for 4.9.7 and 5.3.3 (5.x keeps timerWheelEnable at its default, on). */
+function apacheBrokerProperties(store: string, brokerPort: number, nsPort: number, acl: boolean): string {
+  return [
+    `brokerClusterName=${CLUSTER_NAME}`,
+    `brokerName=${BROKER_NAME}`,
+    "brokerId=0",
+    "brokerRole=ASYNC_MASTER",
+    "flushDiskType=ASYNC_FLUSH",
+    `listenPort=${brokerPort}`,
+    `namesrvAddr=127.0.0.1:${nsPort}`,
+    "brokerIP1=127.0.0.1",
+    `storePathRootDir=${store}`,
+    `storePathCommitLog=${join(store, "commitlog")}`,
+    "autoCreateTopicEnable=true",
+    "autoCreateSubscriptionGroup=true",
+    "enablePropertyFilter=true",
+    "traceTopicEnable=true",
+    "transactionCheckInterval=2000",
+    "transactionTimeOut=2000",
+    "registerBrokerTimeoutMills=6000",
+    "diskMaxUsedSpaceRatio=95",
+    ...(acl ? ["aclEnable=true"] : []),
+    "",
+  ].join("\n");
+}
+
+/** The argv of one JVM of `kind` (role "namesrv" or "broker") on classpath `cp`, its home and user.home in `home`. */
+function apacheJvm(kind: ApacheKind, cp: string, home: string, role: "namesrv" | "broker"): string[] {
+  const main = role === "namesrv" ? "org.apache.rocketmq.namesrv.NamesrvStartup" : "org.apache.rocketmq.broker.BrokerStartup";
+  const heap = role === "namesrv" ? "128m" : "384m";
+  return [
     "java",
     ...JVM_FLAGS,
     `-Xms${heap}`,
     `-Xmx${heap}`,
     "-XX:MaxDirectMemorySize=256m",
+    ...(kind === "apache" ? [] : [`-Drmq.logback.configurationFile=${join(home, "conf", `rmq.${role}.logback.xml`)}`]),
     `-Drocketmq.home.dir=${home}`,
     `-Duser.home=${home}`,
     "-cp",
     cp,
     main,
     "-c",
-    conf,
+    join(home, `${role}.properties`),
   ];
+}
+
+/** Everything the JVMs printed, and the ends of their log files. */
+function apacheDiag(home: string, outs: (() => string)[]): string {
+  let logs = "";
+  for (const f of ["namesrv.log", "broker.log"]) {
+    try {
+      logs += `--- ${f}\n${readFileSync(join(home, f), "utf8").slice(-4000)}\n`;
+    } catch {
+      // not written yet
+    }
+  }
+  return `${outs.map((o) => o().slice(-2000)).join("\n")}\n${logs}`;
+}
+
+async function startApacheCluster(kind: ApacheKind, opts: ClusterOptions): Promise<InteropCluster> {
+  const cp = mavenClasspath(APACHE_PROJECT[kind]);
+  const home = tempDir("apache-rocketmq-");
+  const nsPort = freePort();
+  const brokerPort = freeBrokerPort();
+  const store = join(home, "store");
+  try {
+    writeApacheHome(kind, home, opts);
+  } catch (e) {
+    rmSync(home, { recursive: true, force: true });
+    throw e;
+  }
+  writeFileSync(join(home, "namesrv.properties"), `listenPort=${nsPort}\n`);
+  writeFileSync(join(home, "broker.properties"), apacheBrokerProperties(store, brokerPort, nsPort, opts.aclYaml !== undefined));
+  // user.home points into the temp home so RocketMQ's own files (~/logs, ~/store defaults) stay there.
+  const env = { ...process.env, ROCKETMQ_HOME: home, HOME: home };
   const procs: Subprocess<"ignore", "pipe", "pipe">[] = [];
   const outs: (() => string)[] = [];
   const spawn = (argv: string[]) => {
@@ -219,28 +268,18 @@ async function startApacheCluster(opts: ClusterOptions): Promise<InteropCluster>
     procs.length = 0;
     rmSync(home, { recursive: true, force: true });
   };
-  const diag = () => {
-    let logs = "";
-    for (const f of ["namesrv.log", "broker.log"]) {
-      try {
-        logs += `--- ${f}\n${readFileSync(join(home, f), "utf8").slice(-4000)}\n`;
-      } catch {
-        // not written yet
-      }
-    }
-    return `${outs.map((o) => o().slice(-2000)).join("\n")}\n${logs}`;
-  };
+  const diag = () => apacheDiag(home, outs);
   try {
-    spawn(jvm("128m", "org.apache.rocketmq.namesrv.NamesrvStartup", join(home, "namesrv.properties")));
+    spawn(apacheJvm(kind, cp, home, "namesrv"));
     await waitForAccept(nsPort, procs[0]!, diag);
-    spawn(jvm("384m", "org.apache.rocketmq.broker.BrokerStartup", join(home, "broker.properties")));
+    spawn(apacheJvm(kind, cp, home, "broker"));
     await waitForAccept(brokerPort, procs[1]!, diag);
   } catch (e) {
     await stop();
     throw e;
   }
   return {
-    kind: "apache",
+    kind,
     namesrvAddr: `127.0.0.1:${nsPort}`,
     brokerAddr: `127.0.0.1:${brokerPort}`,
     storeDir: store,

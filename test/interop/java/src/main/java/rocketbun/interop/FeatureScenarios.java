@@ -26,7 +26,9 @@ import org.apache.rocketmq.client.producer.SendResult;
 import org.apache.rocketmq.client.producer.SendStatus;
 import org.apache.rocketmq.client.producer.TransactionListener;
 import org.apache.rocketmq.client.producer.TransactionMQProducer;
+import org.apache.rocketmq.client.exception.MQBrokerException;
 import org.apache.rocketmq.client.utils.MessageUtil;
+import org.apache.rocketmq.common.message.MessageAccessor;
 import org.apache.rocketmq.common.message.Message;
 import org.apache.rocketmq.common.message.MessageExt;
 import org.apache.rocketmq.common.message.MessageQueue;
@@ -42,6 +44,7 @@ final class FeatureScenarios {
         m.put("query-view-search", FeatureScenarios::queryViewSearch);
         m.put("deliver-time", FeatureScenarios::deliverTime);
         m.put("heartbeat-v2", FeatureScenarios::heartbeatV2);
+        m.put("delay-ms", FeatureScenarios::delayMs);
     }
 
     static String transaction(Ctx ctx) throws Exception {
@@ -345,5 +348,71 @@ final class FeatureScenarios {
         } finally {
             System.clearProperty("com.rocketmq.heartbeat.v2");
         }
+    }
+
+    /**
+     * The timer properties as a 5.x broker takes them (issue #27): TIMER_DELAY_MS (the 5.x
+     * client's setDelayTimeMs; put as a property with 4.9.8, which sends any), TIMER_DELAY_SEC
+     * winning over a TIMER_DELIVER_MS on the same message (5.x's order), a TIMER_DELIVER_MS in the
+     * past (delivered at once), and a delay past timerMaxDelaySec (3 days by default) refused with
+     * MESSAGE_ILLEGAL (13). Reported as [delay_ms=…], the arrival of the 4 s message.
+     */
+    static String delayMs(Ctx ctx) throws Exception {
+        String topic = ctx.topic("t");
+        ctx.createTopic(topic, 4);
+        Map<String, Long> arrival = new ConcurrentHashMap<>();
+        Received got = new Received();
+        DefaultMQPushConsumer c = ctx.pushConsumer(ctx.group("c"));
+        c.subscribe(topic, "*");
+        c.registerMessageListener((MessageListenerConcurrently) (msgs, context) -> {
+            for (MessageExt m : msgs) arrival.put(body(m), System.currentTimeMillis());
+            got.addAll(msgs);
+            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
+        });
+        ctx.start(c);
+        DefaultMQProducer p = ctx.producer(ctx.group("p"));
+        // The push consumer's first pulls start a while after start(): time only what follows one delivery.
+        p.send(msg(topic, "TagA", "k-warmup", "warmup"));
+        got.awaitBodies(Set.of("warmup"), 20_000);
+        long t0 = System.currentTimeMillis();
+        p.send(withDelayMs(msg(topic, "TagA", "k-ms", "ms-4000"), 4000));
+        Message both = msg(topic, "TagA", "k-both", "sec-2-over-deliver");
+        MessageAccessor.putProperty(both, "TIMER_DELAY_SEC", "2");
+        MessageAccessor.putProperty(both, "TIMER_DELIVER_MS", String.valueOf(t0 + 9_000));
+        p.send(both);
+        Message past = msg(topic, "TagA", "k-past", "past");
+        MessageAccessor.putProperty(past, "TIMER_DELIVER_MS", String.valueOf(t0 - 60_000));
+        p.send(past);
+        Message tooFar = msg(topic, "TagA", "k-far", "far");
+        MessageAccessor.putProperty(tooFar, "TIMER_DELAY_SEC", String.valueOf(3 * 86_400 + 3_600));
+        String refusal = null;
+        try {
+            p.send(tooFar);
+        } catch (MQBrokerException e) {
+            refusal = e.getResponseCode() + " " + e.getErrorMessage();
+        }
+        check(refusal != null && refusal.startsWith("13 timer message illegal, the delay time should not be bigger than the max delay 259200000ms"),
+            "a delay past 3 days: expected MESSAGE_ILLEGAL (13) with 5.x's remark, got " + refusal);
+        got.awaitBodies(Set.of("ms-4000", "sec-2-over-deliver", "past"), 20_000);
+        long ms = arrival.get("ms-4000") - t0;
+        long both2 = arrival.get("sec-2-over-deliver") - t0;
+        long atOnce = arrival.get("past") - t0;
+        check(atOnce < 2_000, "a TIMER_DELIVER_MS in the past arrived after " + atOnce + " ms");
+        check(both2 >= 1_900 && both2 < 6_000, "TIMER_DELAY_SEC=2 beside TIMER_DELIVER_MS=t0+9s arrived after " + both2 + " ms");
+        check(ms >= 3_900 && ms < 8_000, "TIMER_DELAY_MS=4000 arrived after " + ms + " ms");
+        Thread.sleep(500);
+        check(!got.bodies().contains("far"), "the refused message was delivered");
+        return "[delay_ms=" + ms + "] TIMER_DELAY_MS=4000 after " + ms + " ms, TIMER_DELAY_SEC=2 over TIMER_DELIVER_MS after " + both2
+            + " ms, a past TIMER_DELIVER_MS after " + atOnce + " ms; past 3 days: " + refusal;
+    }
+
+    /** `m` delayed by `ms`: the 5.x client's Message.setDelayTimeMs where it exists, else the property it sets. */
+    static Message withDelayMs(Message m, long ms) throws Exception {
+        try {
+            Message.class.getMethod("setDelayTimeMs", long.class).invoke(m, ms);
+        } catch (NoSuchMethodException e) {
+            MessageAccessor.putProperty(m, "TIMER_DELAY_MS", String.valueOf(ms));
+        }
+        return m;
     }
 }
