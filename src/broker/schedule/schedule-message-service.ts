@@ -172,20 +172,21 @@ export class ScheduleMessageService implements ScheduleHook {
       const clamped = Math.min(level, this.maxLevel);
       return park(req, clamped - 1, MessageConst.DELAY, String(clamped), TIMER_OUT_MS);
     }
-    const now = this.#now();
-    const due = this.#timerDue(props, now);
+    // The clock is read only for a message with a timer property (sends without one are the hot path).
+    const due = this.#timerDue(props);
     if (due === null) return null;
+    const now = this.#now();
     if (due === "illegal" || due - now > this.#timerMaxDelayMs) return timerRefusal(this.#timerMaxDelayMs);
     if (due <= now) return null;
     return park(req, TIMER_QUEUE_ID, TIMER_OUT_MS, String(due), MessageConst.DELAY);
   }
 
   /** Absolute due time from the first timer property present; null when there is none. */
-  #timerDue(props: Record<string, string>, now: number): number | "illegal" | null {
+  #timerDue(props: Record<string, string>): number | "illegal" | null {
     const sec = props[MessageConst.TIMER_DELAY_SEC];
-    if (sec !== undefined) return relativeDue(now, parseJavaLong(sec), 1000);
+    if (sec !== undefined) return relativeDue(this.#now(), parseJavaLong(sec), 1000);
     const ms = props[MessageConst.TIMER_DELAY_MS];
-    if (ms !== undefined) return relativeDue(now, parseJavaLong(ms), 1);
+    if (ms !== undefined) return relativeDue(this.#now(), parseJavaLong(ms), 1);
     const abs = props[MessageConst.TIMER_DELIVER_MS];
     if (abs !== undefined) return parseJavaLong(abs);
     const start = props[MessageConst.START_DELIVER_TIME];
