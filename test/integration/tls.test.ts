@@ -59,6 +59,16 @@ describe.skipIf(!run)("TLS (compiled binary)", () => {
     await using srv = await startRocketbun({ role: "standalone", configYaml: testMinYaml({ tls: tlsSection(c) }) });
     const topic = uniq("T_tls");
     const ca = c.read(c.ca);
+    // The broker registers with its name server just after start, over TLS here, as Apache's
+    // broker does: the first send (auto-creation, through TBW102's route) waits for that route.
+    // Sending at once failed once in a fresh-clone CI run, 89 ms after the start.
+    const probe = new RemotingClient({ ...REMOTING_CLIENT_DEFAULTS, log: scope("test-client"), tls: () => ({ verify: "chain", ca }) });
+    try {
+      const route = () => probe.invoke(srv.namesrvAddr, createRequest(RequestCode.GET_ROUTEINFO_BY_TOPIC, { topic: "TBW102" }), 2000);
+      await waitFor(async () => (await route()).code === 0, 10_000, "TBW102's route");
+    } finally {
+      probe.close();
+    }
     const producer = new Producer({ namesrv: srv.namesrvAddr, group: uniq("PG_tls"), tls: { ca } });
     await producer.start();
     try {
