@@ -1,8 +1,8 @@
 /**
  * Registration larger than the frame limit (found by the port fuzz, issue #18): sent in RocketMQ's
  * compressed form when that fits, and otherwise failing with the size and the key to raise, not
- * just "connection closed". And the wait for a topic change to reach the name servers (issue #27:
- * a request that created a topic is answered once the topic is routable).
+ * just "connection closed". And the wait for a topic change to reach the name servers (a request
+ * that created a topic is answered once the topic is routable).
  */
 import { afterEach, describe, expect, test } from "bun:test";
 import { RemotingClient, REMOTING_CLIENT_DEFAULTS } from "../remoting/client.ts";

@@ -169,7 +169,7 @@ describe("bench subcommand", () => {
 
   test("bad values and unknown flags are errors", () => {
     expect(errors(["bench"])[0]).toContain('expected "producer" or "consumer"');
-    // The bench's own help, not the general one (issue #27).
+    // The bench's own help, not the general one.
     for (const argv of [["bench", "producer", "--help"], ["bench", "consumer", "-h"], ["bench", "--help"], ["bench", "producer", "-w", "x", "-h"]]) {
       const h = ok(argv);
       expect(h.action).toBe("help");

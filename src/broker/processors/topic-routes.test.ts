@@ -1,6 +1,6 @@
 /**
  * A topic the broker creates on a client's behalf is routable on the name servers before the
- * answer that made it goes out (issue #27 item 2; ../namesrv-registration.ts PendingRoutes): the
+ * answer that made it goes out (../namesrv-registration.ts PendingRoutes): the
  * retry topic of a new group at its first heartbeat, a topic auto-created by a send, a DLQ. A name
  * server that never answers holds the answer for at most 2 s. Through the in-process broker with a
  * name server of the test's own on the same in-memory sockets, which answers REGISTER_BROKER only

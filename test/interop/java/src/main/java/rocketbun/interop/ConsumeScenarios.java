@@ -414,14 +414,7 @@ final class ConsumeScenarios {
         ctx.createTopic(topic, 4);
         Received got = new Received();
         Map<String, Long> arrival = new ConcurrentHashMap<>();
-        DefaultMQPushConsumer c = ctx.pushConsumer(ctx.group("c"));
-        c.subscribe(topic, "*");
-        c.registerMessageListener((MessageListenerConcurrently) (msgs, context) -> {
-            for (MessageExt m : msgs) arrival.put(body(m), System.currentTimeMillis());
-            got.addAll(msgs);
-            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
-        });
-        ctx.start(c);
+        startTimedConsumer(ctx, topic, arrival, got);
         DefaultMQProducer p = ctx.producer(ctx.group("p"));
         // The 5.x push consumer's first pulls start about 1.5 s after start() (on either broker):
         // wait until one message has gone through, so the timings below measure the delay levels.
@@ -536,6 +529,18 @@ final class ConsumeScenarios {
         }
         long handover = firstOfB.get() - t0;
         return "[handover_ms=" + handover + "] the second orderly consumer consumed its first message " + handover + " ms after its start()";
+    }
+
+    /** A push consumer of a new group on `topic` from its first offset, noting each body's arrival time. */
+    static void startTimedConsumer(Ctx ctx, String topic, Map<String, Long> arrival, Received got) throws Exception {
+        DefaultMQPushConsumer c = ctx.pushConsumer(ctx.group("c"));
+        c.subscribe(topic, "*");
+        c.registerMessageListener((MessageListenerConcurrently) (msgs, context) -> {
+            for (MessageExt m : msgs) arrival.put(body(m), System.currentTimeMillis());
+            got.addAll(msgs);
+            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
+        });
+        ctx.start(c);
     }
 
     /** Sends `body` to queue `queueId` of `topic`; returns the body. */

@@ -296,14 +296,7 @@ final class FeatureScenarios {
         ctx.createTopic(topic, 4);
         Map<String, Long> arrival = new ConcurrentHashMap<>();
         Received got = new Received();
-        DefaultMQPushConsumer c = ctx.pushConsumer(ctx.group("c"));
-        c.subscribe(topic, "*");
-        c.registerMessageListener((MessageListenerConcurrently) (msgs, context) -> {
-            for (MessageExt m : msgs) arrival.put(body(m), System.currentTimeMillis());
-            got.addAll(msgs);
-            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
-        });
-        ctx.start(c);
+        ConsumeScenarios.startTimedConsumer(ctx, topic, arrival, got);
         DefaultMQProducer p = ctx.producer(ctx.group("p"));
         long t0 = System.currentTimeMillis();
         Message m = msg(topic, "TagA", "k-timed", "timed");
@@ -362,14 +355,7 @@ final class FeatureScenarios {
         ctx.createTopic(topic, 4);
         Map<String, Long> arrival = new ConcurrentHashMap<>();
         Received got = new Received();
-        DefaultMQPushConsumer c = ctx.pushConsumer(ctx.group("c"));
-        c.subscribe(topic, "*");
-        c.registerMessageListener((MessageListenerConcurrently) (msgs, context) -> {
-            for (MessageExt m : msgs) arrival.put(body(m), System.currentTimeMillis());
-            got.addAll(msgs);
-            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
-        });
-        ctx.start(c);
+        ConsumeScenarios.startTimedConsumer(ctx, topic, arrival, got);
         DefaultMQProducer p = ctx.producer(ctx.group("p"));
         // The push consumer's first pulls start a while after start(): time only what follows one delivery.
         p.send(msg(topic, "TagA", "k-warmup", "warmup"));
