@@ -10,6 +10,8 @@ import { basename, join, relative, resolve, dirname } from "node:path";
 const ROOT = resolve(import.meta.dir, "..");
 const SRC = join(ROOT, "src");
 const LINE_MAX = 160;
+/** "issue #17", "issue 27", "issues #16–#18": the issue tracker is not in the repository, so a reader cannot follow them. */
+const ISSUE_NUMBER = /\bissues? #?[0-9]+/i;
 
 /** The files under `dir` with one of `exts`, leaving out dependencies, build output, test artifacts and bench results. */
 function walk(dir: string, exts: readonly string[] = [".ts"]): string[] {
@@ -191,7 +193,7 @@ describe("tidy", () => {
     expect(offenders.map(rel)).toEqual([]);
   });
 
-  test("no FIXME in src/, no source line longer than the limit", () => {
+  test("no FIXME in src/, no issue number (the tracker is not in the repository), no source line longer than the limit", () => {
     const problems: string[] = [];
     for (const f of sources) {
       text
@@ -199,6 +201,7 @@ describe("tidy", () => {
         .split("\n")
         .forEach((line, i) => {
           if (line.includes("FIXME")) problems.push(`${rel(f)}:${i + 1}: FIXME`);
+          if (ISSUE_NUMBER.test(line)) problems.push(`${rel(f)}:${i + 1}: names an issue number (say what it is, or cite docs/)`);
           if (line.length > LINE_MAX) problems.push(`${rel(f)}:${i + 1}: ${line.length} > ${LINE_MAX} characters`);
         });
     }

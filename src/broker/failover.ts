@@ -1,5 +1,5 @@
 /**
- * Automatic failover of one broker replica (broker.failover.*, issue #17): joins the group's
+ * Automatic failover of one broker replica (broker.failover.*): joins the group's
  * election on etcd (src/failover/election.ts) and turns its outcome into role changes of the
  * running broker, through the `FailoverRoles` the controller gives it:
  *

@@ -1,5 +1,5 @@
 /**
- * Registration larger than the frame limit (found by the port fuzz, issue #18): sent in RocketMQ's
+ * Registration larger than the frame limit (found by the port fuzz): sent in RocketMQ's
  * compressed form when that fits, and otherwise failing with the size and the key to raise, not
  * just "connection closed". And the wait for a topic change to reach the name servers (a request
  * that created a topic is answered once the topic is routable).

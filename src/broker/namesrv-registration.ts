@@ -157,7 +157,7 @@ export class NamesrvRegistration {
    * option compressedRegister: zlib, a short text per topic; a Java 4.x name server reads it too).
    * The compressed text carries no `order` or `topicSysFlag`, so it is only the fallback.
    *
-   * Found by the port fuzz (issue #18): 2,356 auto-created topics made a 375 KB registration; the
+   * Found by the port fuzz: 2,356 auto-created topics made a 375 KB registration; the
    * name server's frame limit (256 KiB there) closed the connection, all the log said was
    * "connection closed", and new topics got no route. `tooBig`: what to say when even the
    * compressed form does not fit (RocketMQ has the same limit).

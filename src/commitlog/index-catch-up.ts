@@ -4,8 +4,7 @@
  * synced and may be torn), so its keys must be indexed again from the CommitLog, from where that
  * file began. One file holds up to indexNum − 1 keys (20 M by default: ~10 GB of 1 KiB messages
  * with one key each). Doing that before the store opened made every restart after a crash as
- * slow as the file was large: the crash loop measured 3.5 ms per MiB of store, 7.5 s at 2 GiB
- * (issue #18).
+ * slow as the file was large: the crash loop measured 3.5 ms per MiB of store, 7.5 s at 2 GiB.
  *
  * So the store opens with its ConsumeQueues recovered (what sends and pulls need) and the index
  * behind: MessageStore dispatches new records to the ConsumeQueues only, and this walks the

@@ -80,7 +80,7 @@ export interface Config {
     transactionCheckMax: number;
     aclEnable: boolean;
     aclFile: string;
-    /** Automatic failover on etcd (issue #17): `broker.failover.*` in YAML, one level deeper. */
+    /** Automatic failover on etcd: `broker.failover.*` in YAML, one level deeper. */
     "failover.enable": boolean;
     "failover.etcd": string[];
     "failover.leaseTtlMs": number;

@@ -1,5 +1,5 @@
 /**
- * One replica's part in electing its broker group's master on etcd (issue #17): the master holds a
+ * One replica's part in electing its broker group's master on etcd (docs/RELIABILITY.md §6): the master holds a
  * lease on the group's master key; when the key goes (the lease lapsed), the in-sync replica with
  * the highest confirmed offset claims it in a transaction that also bumps the group's epoch.
  *

@@ -1,8 +1,8 @@
 /**
  * etcd v3 through its gRPC gateway (JSON over HTTP, served by every etcd ≥ 3.4 on its client URLs
  * under /v3/): what automatic failover needs of etcd — leases, reads, compare-and-set
- * transactions — and nothing else. Coordination itself is etcd's (issue #17: no home-made
- * consensus); this file only speaks to it.
+ * transactions — and nothing else. Coordination itself is etcd's (no home-made consensus);
+ * this file only speaks to it.
  *
  * Why the gateway and not the gRPC client (npm `etcd3`): that package loads its .proto files from
  * disk at run time through @grpc/proto-loader, which a single compiled executable does not carry,
@@ -30,7 +30,7 @@
  * Endpoints: requests go to one endpoint until it fails to answer (connection refused, timeout),
  * then to the next, in order. Every call has a deadline (`requestTimeoutMs`); a call that no
  * endpoint answers rejects with EtcdUnavailableError, which the failover logic reads as "etcd is
- * unreachable: keep the current role" (issue #17 point 6).
+ * unreachable: keep the current role".
  */
 import { Buffer } from "node:buffer";
 

@@ -6,7 +6,7 @@
  *
  * Backpressure on requests too: while the socket waits for drain with `congestedBytes` queued, the
  * peer's requests are held, not processed, and processed in order once it drains. A consumer that
- * pipelines pulls and stops reading (issue #18's dead consumer) thus costs the answers queued
+ * pipelines pulls and stops reading (a dead consumer) thus costs the answers queued
  * before it stalled, not a `connectionBufferMaxBytes` of pull responses copied for nobody each
  * time such a peer connects (measured, 64 MiB default: 3 such peers at a time took the broker to
  * 1.3 GiB RSS and a reading consumer beside them to under 1 % of its rate). Held requests are

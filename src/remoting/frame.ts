@@ -31,7 +31,7 @@ export const EXT_FIELDS_MAX = 1024;
 /**
  * How far beyond the bytes received a partial frame's buffer is sized in advance: as many bytes as
  * arrived, at least 64 KiB. It was a flat 1 MiB, which let a peer that announces a 16 MiB frame
- * and stalls hold 1 MiB of the broker for every few bytes it sent (issue #18's stalled frames); now
+ * and stalls hold 1 MiB of the broker for every few bytes it sent (the stalled-frame abuse); now
  * a stalled peer holds at most twice what it sent (or 64 KiB), and a frame that keeps arriving
  * still grows by doubling, so a large pull response is copied about once as it assembles.
  */

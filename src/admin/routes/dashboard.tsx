@@ -1,5 +1,5 @@
 /**
- * The dashboard (issue #16): server-rendered pages under /ui/ (`/` sends there), their embedded
+ * The dashboard (README "Dashboard"): server-rendered pages under /ui/ (`/` sends there), their embedded
  * static files, and the JSON the pages need that the rest of the API does not give:
  *
  *   GET /ui/ /ui/topics[/:topic] /ui/groups[/:group] /ui/clients /ui/messages /ui/dlq
