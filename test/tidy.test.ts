@@ -239,6 +239,15 @@ describe("tidy", () => {
     expect(problems).toEqual([]);
   });
 
+  test("src/ never imports test/: neither its code nor its test-support files (test files may)", () => {
+    const TEST = join(ROOT, "test") + "/";
+    const problems: string[] = [];
+    for (const f of files.filter((x) => !x.endsWith(".test.ts") && !x.endsWith(".suite.ts"))) {
+      for (const imp of imports(f)) if (imp.startsWith(TEST)) problems.push(`${rel(f)} imports ${relative(ROOT, imp)}`);
+    }
+    expect(problems).toEqual([]);
+  });
+
   test("components take their configuration as the schema's types, nothing else from config/", () => {
     const problems: string[] = [];
     for (const f of sources.filter((x) => ["broker", "namesrv", "acl"].includes(moduleOf(x)!))) {

@@ -14,7 +14,7 @@ import { recordingLogger } from "../remoting/test-support.ts";
 import type { TopicConfigWrapper } from "./metadata.ts";
 import { decodeRegisterBrokerBody } from "../protocol/register-broker-body.ts";
 import { NamesrvRegistration, PendingRoutes } from "./namesrv-registration.ts";
-import { SimClock } from "../../test/sim/clock.ts";
+import { SimClock } from "../common/sim-clock.ts";
 
 const cleanups: (() => void | Promise<void>)[] = [];
 afterEach(async () => {

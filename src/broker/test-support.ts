@@ -1,6 +1,6 @@
 /**
  * The in-process broker fixture (imported only by tests and test/sim): a BrokerController on
- * virtual time (test/sim/clock.ts), in-memory sockets (MemNetwork) and a temp store dir (or an
+ * virtual time (src/common/sim-clock.ts), in-memory sockets (MemNetwork) and a temp store dir (or an
  * in-memory disk), through the seams of docs/CONVENTIONS.md §6. No port is bound and no real
  * timer runs: a test sends RemotingCommands over a client connection and moves time with
  * `advance`, so long polling, holds and expiries are checked without waiting.
@@ -14,7 +14,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { SimClock, type ClockView } from "../../test/sim/clock.ts";
+import { SimClock, type ClockView } from "../common/sim-clock.ts";
 import type { Logger } from "../common/log.ts";
 import type { StoreDisk } from "../commitlog/disk.ts";
 import type { HaTransport } from "../ha/index.ts";

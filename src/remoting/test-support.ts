@@ -6,7 +6,6 @@
  * frames straight from the documented layout (docs/PROTOCOL.md §1.1 and §1.7) without going through
  * the encoder they are meant to check.
  */
-import { parseHexFixture } from "../../test/harness/fuzz.ts";
 import type { Logger, LogLevel } from "../common/log.ts";
 import type { AcceptedSocketEvents, RemotingListener, RemotingNetwork, SocketEvents, SocketLike } from "./transport.ts";
 
@@ -65,7 +64,16 @@ export function toHex(bytes: Uint8Array): string {
   return Buffer.from(bytes).toString("hex");
 }
 
-export { parseHexFixture };
+/** Parses an annotated hex fixture: `#` starts a comment, whitespace is ignored. */
+export function parseHexFixture(text: string): Uint8Array {
+  const digits = text
+    .split("\n")
+    .map((line) => line.replace(/#.*$/, ""))
+    .join("")
+    .replace(/\s+/g, "");
+  if (!/^(?:[0-9a-fA-F]{2})*$/.test(digits)) throw new Error("hex fixture has a stray character or an odd digit count");
+  return Uint8Array.from(Buffer.from(digits, "hex"));
+}
 
 export const GOLDEN_PROTOCOL_DIR = new URL("../../test/golden/protocol/", import.meta.url);
 

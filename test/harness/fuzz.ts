@@ -39,13 +39,5 @@ export function connectionRng(seed: number, n: number): Rng {
   return prng((seed ^ Math.imul(n + 1, 0x9e3779b1)) >>> 0);
 }
 
-/** Parses an annotated hex fixture: `#` starts a comment, whitespace is ignored. */
-export function parseHexFixture(text: string): Uint8Array {
-  const digits = text
-    .split("\n")
-    .map((line) => line.replace(/#.*$/, ""))
-    .join("")
-    .replace(/\s+/g, "");
-  if (!/^(?:[0-9a-fA-F]{2})*$/.test(digits)) throw new Error("hex fixture has a stray character or an odd digit count");
-  return Uint8Array.from(Buffer.from(digits, "hex"));
-}
+/** Parses an annotated hex fixture (src/remoting/test-support.ts, where the in-process fixtures can reach it). */
+export { parseHexFixture } from "../../src/remoting/test-support.ts";

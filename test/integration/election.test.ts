@@ -5,7 +5,7 @@ import { scope } from "../../src/common/log.ts";
 import { EtcdHttpClient, type EtcdKv } from "../../src/failover/etcd.ts";
 import { Election, type MasterRecord, type MasterRole } from "../../src/failover/election.ts";
 import { MemoryEtcd } from "../../src/failover/test-support.ts";
-import { SimClock } from "../sim/clock.ts";
+import { SimClock } from "../../src/common/sim-clock.ts";
 import { waitFor } from "../harness/binary.ts";
 import { etcdPresent, startEtcd, type RunningEtcd } from "../harness/etcd.ts";
 

@@ -9,7 +9,7 @@ import { EtcdError, EtcdHttpClient, EtcdUnavailableError, type EtcdKv } from "..
 import { MemoryEtcd } from "../../src/failover/test-support.ts";
 import { etcdPresent, startEtcd, type RunningEtcd } from "../harness/etcd.ts";
 import { freePort } from "../harness/java.ts";
-import { SimClock } from "../sim/clock.ts";
+import { SimClock } from "../../src/common/sim-clock.ts";
 
 const present = etcdPresent("etcd client");
 let etcd: RunningEtcd;

@@ -1,6 +1,6 @@
 /**
  * One simulated broker run (docs/CONVENTIONS.md §6): a whole BrokerController (through the
- * in-process fixture, src/broker/test-support.ts) on simulated time (./clock.ts), an in-memory
+ * in-process fixture, src/broker/test-support.ts) on simulated time (src/common/sim-clock.ts), an in-memory
  * disk with its crash model (./disk.ts) and in-memory sockets, with producers sending
  * SEND_MESSAGE_V2 and SEND_BATCH_MESSAGE and consumers pulling with long polling and committing
  * offsets, every choice drawn from one seeded PRNG. `runBrokerSimulation(seed)` returns what
@@ -45,7 +45,7 @@ import {
 import { REMOTING_CLIENT_DEFAULTS, RemotingClient, ResponseCode, type RemotingCommand } from "../../src/remoting/index.ts";
 import { MemNetwork } from "../../src/remoting/test-support.ts";
 import { prng, type Rng } from "../harness/fuzz.ts";
-import { SimClock, SIM_EPOCH_MS } from "./clock.ts";
+import { SimClock, SIM_EPOCH_MS } from "../../src/common/sim-clock.ts";
 import { MemDisk } from "./disk.ts";
 
 export interface BrokerSimOptions {

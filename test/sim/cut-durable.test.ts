@@ -11,7 +11,7 @@ import { expect, test } from "bun:test";
 import { MessageStore } from "../../src/commitlog/message-store.ts";
 import { message, testStoreOptions } from "../../src/commitlog/test-support.ts";
 import { fuzzSeed, prng } from "../harness/fuzz.ts";
-import { SimClock } from "./clock.ts";
+import { SimClock } from "../../src/common/sim-clock.ts";
 import { MemDisk } from "./disk.ts";
 import { equalRange, logBytes } from "./store-checks.ts";
 

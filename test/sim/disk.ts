@@ -18,7 +18,7 @@
 import { dirname } from "node:path";
 import type { SegmentFile, StoreDisk } from "../../src/commitlog/disk.ts";
 import type { Rng } from "../harness/fuzz.ts";
-import type { ClockView } from "./clock.ts";
+import type { ClockView } from "../../src/common/sim-clock.ts";
 
 interface MemFile {
   data: Uint8Array;

@@ -52,7 +52,7 @@ import { MemoryEtcd } from "../../src/failover/test-support.ts";
 import { HAClient, HAService } from "../../src/ha/index.ts";
 import type { FlushDiskType } from "../../src/protocol/broker-config.ts";
 import { prng, type Rng } from "../harness/fuzz.ts";
-import { SIM_EPOCH_MS, SimClock, type ClockView } from "./clock.ts";
+import { SIM_EPOCH_MS, SimClock, type ClockView } from "../../src/common/sim-clock.ts";
 import { MemDisk } from "./disk.ts";
 import { NO_FAULTS, SimNet, type LinkFaults } from "./net.ts";
 import { checkStoreQueues, equalRange, logBytes, paddingRanges } from "./store-checks.ts";

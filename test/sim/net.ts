@@ -12,7 +12,7 @@
  */
 import type { HaListener, HaSocket, HaSocketEvents, HaTransport } from "../../src/ha/transport.ts";
 import type { Rng } from "../harness/fuzz.ts";
-import type { ClockView, SimClock } from "./clock.ts";
+import type { ClockView, SimClock } from "../../src/common/sim-clock.ts";
 
 export interface LinkFaults {
   delayMaxMs: number;

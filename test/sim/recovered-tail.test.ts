@@ -17,7 +17,7 @@ import { MessageStore } from "../../src/commitlog/message-store.ts";
 import { message, testStoreOptions } from "../../src/commitlog/test-support.ts";
 import type { FlushDiskType } from "../../src/protocol/broker-config.ts";
 import { fuzzSeed, prng } from "../harness/fuzz.ts";
-import { SimClock } from "./clock.ts";
+import { SimClock } from "../../src/common/sim-clock.ts";
 import { MemDisk } from "./disk.ts";
 import { checkStoreQueues } from "./store-checks.ts";
 

@@ -1,7 +1,7 @@
 /**
  * One simulated run (docs/CONVENTIONS.md §6): a master store + HAService and a slave store + HAClient in
  * this process, on an in-memory disk (./disk.ts) and link (./net.ts), on simulated time
- * (./clock.ts), every choice drawn from one seeded PRNG. `runSimulation(seed)` returns what
+ * (src/common/sim-clock.ts), every choice drawn from one seeded PRNG. `runSimulation(seed)` returns what
  * happened, or throws on the first broken invariant with the step and the seed in the message.
  *
  * The brokers' fixed-role epochs run as in the broker (src/broker/replica-epochs.ts): the master
@@ -37,7 +37,7 @@ import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { prng } from "../harness/fuzz.ts";
-import { SimClock, type ClockView } from "./clock.ts";
+import { SimClock, type ClockView } from "../../src/common/sim-clock.ts";
 import { simStoreBase } from "./store-options.ts";
 import { MemDisk, type MemDiskView } from "./disk.ts";
 import { NO_FAULTS, SimNet, type LinkFaults } from "./net.ts";

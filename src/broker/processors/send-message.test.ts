@@ -6,7 +6,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import { parseProperties } from "../../commitlog/index.ts";
-import { SIM_EPOCH_MS } from "../../../test/sim/clock.ts";
+import { SIM_EPOCH_MS } from "../../common/sim-clock.ts";
 import { RequestCode, ResponseCode, type RemotingCommand } from "../../remoting/index.ts";
 import { createTopicRequest, InProcessBroker, pulledRecords, pullRequest, sendBatchRequest, sendV2Request } from "../test-support.ts";
 

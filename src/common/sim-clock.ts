@@ -9,7 +9,7 @@
  * drained (a setImmediate is the only real event-loop hop, and nothing else is pending), so the
  * same seed gives the same interleaving of timers, promise continuations and link deliveries.
  */
-import type { Clock, TimerHandle } from "../../src/common/clock.ts";
+import type { Clock, TimerHandle } from "./clock.ts";
 
 interface SimEvent {
   at: number;
