@@ -57,6 +57,7 @@ import { ensureScheduleTopic, ScheduleMessageService } from "./schedule/schedule
 import { TransactionalMessageService, type TransactionStats } from "./transaction/transactional-message-service.ts";
 import { clientsView, trafficCounters, type ClientsView, type TrafficCounters } from "./dashboard-info.ts";
 import { cutUnsynced, epochCacheOf, reconcileWithMaster, startMasterEpoch } from "./replica-epochs.ts";
+import { MASTER_ID } from "../protocol/route.ts";
 
 /** How often a slave that cannot check its master's epochs says so. */
 const HOUR_MS = 3_600_000;
@@ -780,7 +781,7 @@ export class BrokerController {
 
   /** Registers (again, at once) under `brokerId`: 0 as master, the replica id otherwise. */
   #registerAs(ctx: BrokerContext, brokerId: number): void {
-    if (brokerId !== 0) ctx.settings.brokerId = brokerId;
+    if (brokerId !== MASTER_ID) ctx.settings.brokerId = brokerId;
     if (this.#registration === null) this.#startRegistration(ctx, this.#namesrvAddr, brokerId);
     else void this.#registration.setBrokerId(brokerId);
   }

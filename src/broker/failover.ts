@@ -25,6 +25,7 @@ import { EtcdHttpClient, EtcdUnavailableError, type EtcdKv } from "../failover/e
 import { Election, type ElectionRole, type MasterRecord, type MasterRole } from "../failover/election.ts";
 import { appendEpoch, assignReplicaId, readEpochs, writeEpochs, type EpochEntry } from "../failover/replica-files.ts";
 import { cutPoint, epochCacheOf, type EpochEntryCache } from "./replica-epochs.ts";
+import { MASTER_ID } from "../protocol/route.ts";
 
 export type { EpochEntryCache } from "./replica-epochs.ts";
 
@@ -140,7 +141,7 @@ export class BrokerFailover {
     if (this.#stopped) return;
     const id = this.#replicaId;
     // brokerId, not brokerRole: a slave's brokerRole may name the role it takes when elected.
-    const startsAsMaster = o.broker.brokerId === 0;
+    const startsAsMaster = o.broker.brokerId === MASTER_ID;
     o.log.info(`failover: replica ${id} of ${o.broker.brokerName} (starting as ${startsAsMaster ? "master" : "replica"})`);
     o.roles.registerAs(id);
     this.#election = new Election(
@@ -201,7 +202,7 @@ export class BrokerFailover {
     // Only a master's stream may be taken: a replica (say a restarted master whose old lease still
     // names it) would later be elected with this connection open, and its new epoch's bytes would
     // arrive here with no entry in this replica's epoch file — the next reconcile would cut them.
-    if (cache.brokerId !== 0) return `${masterAddr} is not master (brokerId ${cache.brokerId})`;
+    if (cache.brokerId !== MASTER_ID) return `${masterAddr} is not master (brokerId ${cache.brokerId})`;
     const remote = cache.epochList.map((e) => ({ epoch: e.epoch, startOffset: e.startOffset }));
     const masterEpoch = remote.at(-1)?.epoch ?? 0;
     const known = this.#election?.epoch ?? 0;

@@ -30,6 +30,7 @@ import {
 import { type DataVersion } from "../protocol/data-version.ts";
 import { TOOLS_CONSUMER_GROUP } from "../protocol/topics.ts";
 import { type Invalid, isInvalid } from "../common/invalid.ts";
+import { MASTER_ID } from "../protocol/route.ts";
 
 export interface SubscriptionGroupConfig {
   readonly groupName: string;
@@ -75,7 +76,7 @@ export function defaultSubscriptionGroupConfig(groupName: string): SubscriptionG
     consumeBroadcastEnable: true,
     retryQueueNums: 1,
     retryMaxTimes: 16,
-    brokerId: 0,
+    brokerId: MASTER_ID,
     whichBrokerWhenConsumeSlowly: 1,
     notifyConsumerIdsChangedEnable: true,
   };

@@ -11,6 +11,7 @@ import { MQBrokerError, MQClientError } from "./errors.ts";
 import { decodeMessages, type MessageExt } from "./message.ts";
 import { allocateAveragely, mqKey, subscribeQueues } from "./route.ts";
 import { MASTER_ID, type MessageQueue, type TopicRouteData } from "../protocol/route.ts";
+import { PullSysFlag } from "../protocol/pull-sys-flag.ts";
 import { RETRY_GROUP_TOPIC_PREFIX } from "../protocol/topics.ts";
 
 export type FromWhere = "last" | "first" | { timestamp: number };
@@ -88,8 +89,6 @@ export function matchesTags(sub: Subscription, tags: string | undefined): boolea
   return sub.tags.size === 0 || (tags !== undefined && sub.tags.has(tags));
 }
 
-export const PullFlag = { COMMIT_OFFSET: 1, SUSPEND: 2, SUBSCRIPTION: 4 } as const;
-
 export interface PullOutcome {
   status: "FOUND" | "NO_NEW_MSG" | "NO_MATCHED_MSG" | "OFFSET_ILLEGAL";
   nextBeginOffset: number;
@@ -110,9 +109,9 @@ export async function pullOnce(
 ): Promise<PullOutcome> {
   const target = client.brokerAddrForRead(mq.brokerName, o.suggestBrokerId);
   if (!target) throw new MQClientError(`broker ${mq.brokerName} is not in the route of ${mq.topic}`);
-  let flag = PullFlag.SUBSCRIPTION;
-  if (o.suspendMs > 0) flag |= PullFlag.SUSPEND;
-  if (o.commitOffset > 0 && target.brokerId === MASTER_ID) flag |= PullFlag.COMMIT_OFFSET;
+  let flag = PullSysFlag.SUBSCRIPTION;
+  if (o.suspendMs > 0) flag |= PullSysFlag.SUSPEND;
+  if (o.commitOffset > 0 && target.brokerId === MASTER_ID) flag |= PullSysFlag.COMMIT_OFFSET;
   const res = await client.invokeBroker(
     target.addr,
     RequestCode.PULL_MESSAGE,

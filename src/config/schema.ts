@@ -16,6 +16,7 @@ import type { BrokerRole, FlushDiskType } from "../protocol/broker-config.ts";
 import { TLS_CLIENT_AUTHS, TLS_SERVER_MODES, type TlsSettings } from "../common/tls.ts";
 import { DEFAULT_MESSAGE_DELAY_LEVEL, parseDelayLevels } from "../protocol/delay-levels.ts";
 import { CQ_UNIT_SIZE, indexFileBytes, INDEX_ENTRY_SIZE_BYTES, INDEX_HEADER_SIZE_BYTES, INDEX_SLOT_SIZE_BYTES } from "../protocol/store-layout.ts";
+import { MASTER_ID } from "../protocol/route.ts";
 
 export type Role = "namesrv" | "master" | "slave" | "standalone";
 export const ROLES: readonly Role[] = ["namesrv", "master", "slave", "standalone"];
@@ -1231,7 +1232,7 @@ function checkBroker(config: Config, add: (key: KeyPath, problem: string) => voi
       );
     }
   } else {
-    if (b.brokerId !== 0) add("broker.brokerId", `must be 0 for role ${role}, got ${b.brokerId} (only slaves have brokerId ≥ 1)`);
+    if (b.brokerId !== MASTER_ID) add("broker.brokerId", `must be 0 for role ${role}, got ${b.brokerId} (only slaves have brokerId ≥ 1)`);
     if (b.brokerRole === "SLAVE") {
       add("broker.brokerRole", `"SLAVE" is not allowed for role ${role} (use ASYNC_MASTER or SYNC_MASTER, or --role slave)`);
     }

@@ -17,7 +17,7 @@
  */
 import type { DataVersion } from "../protocol/data-version.ts";
 import { PermName } from "../protocol/permission.ts";
-import type { BrokerData, ClusterInfo, QueueData, TopicRouteData } from "../protocol/route.ts";
+import { MASTER_ID, type BrokerData, type ClusterInfo, type QueueData, type TopicRouteData } from "../protocol/route.ts";
 import type { TopicConfig } from "../protocol/topics.ts";
 
 /** A broker name's addresses as the name server keeps them (the route's BrokerData has them as JSON keys). */
@@ -88,7 +88,7 @@ export class RouteInfoManager {
     bd.brokerAddrs.set(a.brokerId, a.brokerAddr);
 
     const live = this.#brokerLiveTable.get(a.brokerAddr);
-    if (a.brokerId === 0) {
+    if (a.brokerId === MASTER_ID) {
       const changed = !live || !sameVersion(live.dataVersion, a.dataVersion);
       if (changed || firstRegister) {
         for (const tc of Object.values(a.topicConfigTable)) this.#upsertQueueData(a.brokerName, tc);
@@ -108,7 +108,7 @@ export class RouteInfoManager {
     else this.#filterServerTable.delete(a.brokerAddr);
 
     const result: RegisterBrokerResult = {};
-    if (a.brokerId !== 0) {
+    if (a.brokerId !== MASTER_ID) {
       const masterAddr = bd.brokerAddrs.get(0);
       const masterLive = masterAddr !== undefined ? this.#brokerLiveTable.get(masterAddr) : undefined;
       if (masterAddr !== undefined && masterLive) {

@@ -17,6 +17,7 @@ import { readFileSync } from "node:fs";
 import { allocateAveragely } from "../../src/client/route.ts";
 import { jsonBytes, parseJsonBytes } from "../../src/common/json.ts";
 import { scope } from "../../src/common/log.ts";
+import { PullSysFlag } from "../../src/protocol/pull-sys-flag.ts";
 import {
   createRequest,
   encodeCommand,
@@ -27,10 +28,6 @@ import {
   splitHostPort,
   type RemotingCommand,
 } from "../../src/remoting/index.ts";
-
-/** PullSysFlag bits (docs/PROTOCOL.md §3.5): SUSPEND and SUBSCRIPTION (the expression rides along). */
-const SYS_SUSPEND = 2;
-const SYS_SUBSCRIPTION = 4;
 
 export interface PullSpec {
   group: string;
@@ -51,7 +48,7 @@ export function pullRequest(p: PullSpec): RemotingCommand {
     queueId: String(p.queueId),
     queueOffset: String(p.offset),
     maxMsgNums: String(p.maxMsgNums ?? 32),
-    sysFlag: String(SYS_SUBSCRIPTION | (suspend ? SYS_SUSPEND : 0)),
+    sysFlag: String(PullSysFlag.SUBSCRIPTION | (suspend ? PullSysFlag.SUSPEND : 0)),
     commitOffset: "0",
     suspendTimeoutMillis: String(p.suspendMs ?? 0),
     subscription: "*",

@@ -27,15 +27,9 @@ import {
   type RequestProcessor,
 } from "../../remoting/index.ts";
 import type { BrokerContext } from "../context.ts";
+import { PullSysFlag } from "../../protocol/pull-sys-flag.ts";
 import { buildSubscription, isSupportedType, recordFilter, tagCodeFilter, unsupportedFilterRemark, type SubscriptionData } from "../subscription.ts";
 
-export const PullSysFlag = {
-  COMMIT_OFFSET: 1,
-  SUSPEND: 2,
-  SUBSCRIPTION: 4,
-  CLASS_FILTER: 8,
-  LITE_PULL: 16,
-} as const;
 
 const STATUS_TO_CODE: Record<GetMessageStatus, number> = {
   FOUND: ResponseCode.SUCCESS,
