@@ -125,7 +125,6 @@ const FUNCTION_LINES_MAX = 70;
  * Hot-path decoders and the store's put/get loops stay whole on purpose, for now.
  */
 const LONG_FUNCTION_EXCEPTIONS = new Set([
-  "src/commitlog/message-store.ts#MessageStore.putMessages",
   "src/commitlog/message-store.ts#MessageStore.getMessage",
   "src/common/message-record.ts#decodeRecordAt",
   "src/ha/record-stream.ts#RecordStream.#scan",

@@ -9,7 +9,7 @@ import type { Config } from "../config/schema.ts";
 import { nowOf, systemClock, type Clock, type TimerHandle } from "../common/clock.ts";
 import { scope, type Logger } from "../common/log.ts";
 import { parseJsonBytes } from "../common/json.ts";
-import { MessageConst, parseProperties, SysFlag, tagsHashCode, transactionType, type DecodedRecord } from "../common/message-record.ts";
+import type { DecodedRecord } from "../common/message-record.ts";
 import type { TlsMaterial } from "../common/tls.ts";
 import { MessageStore, parseHostAddress, type StoreRuntimeOptions } from "../commitlog/index.ts";
 import type { StoreDisk } from "../commitlog/disk.ts";
@@ -346,6 +346,8 @@ export class BrokerController {
       readOnly: settings.brokerRole === "SLAVE",
       maxMessageSizeBytes: o.broker.maxMessageSizeBytes,
       tagsCodeFor: schedule.tagsCodeFor,
+      // Every message that reaches a ConsumeQueue, by any writer, wakes the pulls parked for it here.
+      messageArriving: { arriving: (topic, queueId, queueOffset, tagsCode) => this.#ctx?.hold.notifyMessageArriving(topic, queueId, queueOffset, tagsCode) },
       clock: this.#clock,
       ...(o.disk ? { disk: o.disk } : {}),
     });
@@ -797,13 +799,6 @@ export class BrokerController {
     if (now - this.#earlySyncAt >= EARLY_SYNC_MIN_INTERVAL_MS && records.some((r) => !ctx.topics.get(r.topic))) {
       this.#earlySyncAt = now;
       void this.#slaveSync?.syncAll();
-    }
-    if (ctx.hold.heldCount === 0) return;
-    for (const r of records) {
-      const t = transactionType(r.sysFlag);
-      if (t !== SysFlag.TRANSACTION_NOT_TYPE && t !== SysFlag.TRANSACTION_COMMIT_TYPE) continue;
-      const tags = parseProperties(r.properties)[MessageConst.TAGS];
-      ctx.hold.notifyMessageArriving(r.topic, r.queueId, r.queueOffset, tagsHashCode(tags));
     }
   }
 

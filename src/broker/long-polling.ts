@@ -91,6 +91,8 @@ export class PullRequestHoldService {
 
   /** A message was stored at `queueOffset` with `tagsCode`: wake the pulls it satisfies. */
   notifyMessageArriving(topic: string, queueId: number, queueOffset: number, tagsCode: number): void {
+    // The store tells of every message: with nothing parked, no key is built (the send path's common case).
+    if (this.#held.size === 0) return;
     const key = `${topic}@${queueId}`;
     const list = this.#held.get(key);
     if (!list) return;

@@ -31,6 +31,7 @@ import {
 } from "../remoting/index.ts";
 import { MemNetwork, recordingLogger } from "../remoting/test-support.ts";
 import { BrokerController, type BrokerOptions } from "./broker.ts";
+import { PullSysFlag } from "../protocol/pull-sys-flag.ts";
 
 export const FIXTURE_HOST = "127.0.0.1";
 export const FIXTURE_PORT = 10911;
@@ -231,9 +232,9 @@ export function sendBatchRequest(topic: string, entries: { body: string | Uint8A
   return cmd;
 }
 
-export const PULL_COMMIT_OFFSET = 1;
-export const PULL_SUSPEND = 2;
-export const PULL_SUBSCRIPTION = 4;
+export const PULL_COMMIT_OFFSET = PullSysFlag.COMMIT_OFFSET;
+export const PULL_SUSPEND = PullSysFlag.SUSPEND;
+export const PULL_SUBSCRIPTION = PullSysFlag.SUBSCRIPTION;
 
 export interface PullOptions {
   group?: string;

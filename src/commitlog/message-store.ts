@@ -104,6 +104,17 @@ export interface MessageStoreOptions {
    * ballast"). Default 0: none.
    */
   diskReserveBytes?: number;
+  /**
+   * Told of every message that reached a ConsumeQueue, whoever wrote it (a put of any kind, or
+   * replicated bytes on a slave): the one place that wakes the pulls parked for it. Not told of
+   * what recovery dispatches (nothing is parked before the store serves).
+   */
+  messageArriving?: MessageArrivingListener;
+}
+
+/** RocketMQ's MessageArrivingListener: a message can be pulled from `topic`/`queueId` at `queueOffset`. */
+export interface MessageArrivingListener {
+  arriving(topic: string, queueId: number, queueOffset: number, tagsCode: number): void;
 }
 
 export type PutMessageStatus =
@@ -253,6 +264,20 @@ export type StoreRuntimeOptions = Partial<
   >
 >;
 
+/**
+ * Which requests get a queue offset: all (true, the common case, no allocation) unless a half
+ * message is among them, which gets no ConsumeQueue unit until it is committed.
+ */
+function queueAssignment(reqs: readonly PutMessageRequest[]): boolean[] | boolean {
+  for (const r of reqs) if (!takesUnit(r)) return reqs.map(takesUnit);
+  return true;
+}
+
+function takesUnit(r: PutMessageRequest): boolean {
+  const t = transactionType(r.sysFlag);
+  return t === SysFlag.TRANSACTION_NOT_TYPE || t === SysFlag.TRANSACTION_COMMIT_TYPE;
+}
+
 /** How far behind the CommitLog tail data still counts as in memory (bytes). */
 function memoryHotBytes(o: Pick<MessageStoreOptions, "accessMessageInMemoryMaxBytes" | "accessMessageInMemoryMaxRatio">): number {
   const hotBytes = o.accessMessageInMemoryMaxBytes ?? 0;
@@ -261,6 +286,8 @@ function memoryHotBytes(o: Pick<MessageStoreOptions, "accessMessageInMemoryMaxBy
 
 export class MessageStore {
   readonly #o: MessageStoreOptions;
+  /** Inside appendReplicated: what is dispatched is announced to the arrival listener. */
+  #replicating = false;
   readonly #now: () => number;
   readonly #clock: Clock;
   readonly #disk: StoreDisk;
@@ -715,11 +742,50 @@ export class MessageStore {
     return this.putMessages([req]);
   }
 
-  /** Stores messages contiguously (a batch); all or nothing. */
+  /**
+   * Stores messages contiguously (a batch); all or nothing. The arrival listener hears of each
+   * message that reached a ConsumeQueue when the put settles: after a SYNC_FLUSH or a slave's
+   * acknowledgement, as the send path always woke parked pulls, and also when those waits fail
+   * (the messages are stored).
+   */
   async putMessages(reqs: readonly PutMessageRequest[]): Promise<PutMessageResult> {
+    const listener = this.#o.messageArriving;
+    if (listener === undefined) return this.#put(reqs, null);
+    const codes: number[] = [];
+    const result = await this.#put(reqs, codes);
+    for (let i = 0; i < result.appended.length; i++) {
+      const code = codes[i];
+      // No code: a half message (no ConsumeQueue unit until it is committed).
+      if (code !== undefined) listener.arriving(reqs[i]!.topic, reqs[i]!.queueId, result.appended[i]!.queueOffset, code);
+    }
+    return result;
+  }
+
+  /** putMessages without the listener; `codes[i]`: the tag code of request i's unit, when it got one. */
+  async #put(reqs: readonly PutMessageRequest[], codes: number[] | null): Promise<PutMessageResult> {
     const refused = this.#refusal();
     if (refused) return { status: "SERVICE_NOT_AVAILABLE", remark: refused, appended: [] };
     const inputs: StoreRecordInput[] = [];
+    const total = this.#recordInputs(reqs, inputs);
+    if (typeof total !== "number") return total;
+    let appended: AppendResult[];
+    try {
+      appended = this.commitLog.appendBatch(inputs, queueAssignment(reqs));
+    } catch (e) {
+      if (e instanceof AssertionError) return this.#haltedResult(e, "append");
+      return { status: "UNKNOWN_ERROR", remark: e instanceof Error ? e.message : String(e), appended: [] };
+    }
+    const halted = this.#dispatchPut(reqs, appended, codes);
+    if (halted) return halted;
+    const last = appended.at(-1)!;
+    this.#reputOffset = last.physicalOffset + last.size;
+    this.#appendedSinceDiskCheck += total;
+    if (this.#appendedSinceDiskCheck >= DISK_RECHECK_BYTES) this.#checkDisk();
+    return this.#settle(reqs, appended, this.#reputOffset);
+  }
+
+  /** Checks each request's sizes and encodes it into `inputs`; the records' total size, or the refusal. */
+  #recordInputs(reqs: readonly PutMessageRequest[], inputs: StoreRecordInput[]): number | PutMessageResult {
     let total = 0;
     for (const r of reqs) {
       if (r.body.length > this.#o.maxMessageSizeBytes) {
@@ -764,23 +830,14 @@ export class MessageStore {
         appended: [],
       };
     }
-    let assign: boolean[] | boolean = true;
-    for (let i = 0; i < reqs.length; i++) {
-      const t = transactionType(reqs[i]!.sysFlag);
-      if (t === SysFlag.TRANSACTION_NOT_TYPE || t === SysFlag.TRANSACTION_COMMIT_TYPE) continue;
-      assign = reqs.map((r) => {
-        const tt = transactionType(r.sysFlag);
-        return tt === SysFlag.TRANSACTION_NOT_TYPE || tt === SysFlag.TRANSACTION_COMMIT_TYPE;
-      });
-      break;
-    }
-    let appended: AppendResult[];
-    try {
-      appended = this.commitLog.appendBatch(inputs, assign);
-    } catch (e) {
-      if (e instanceof AssertionError) return this.#haltedResult(e, "append");
-      return { status: "UNKNOWN_ERROR", remark: e instanceof Error ? e.message : String(e), appended: [] };
-    }
+    return total;
+  }
+
+  /**
+   * The ConsumeQueue units and index entries of appended records (`codes[i]`: request i's tag code
+   * when it got a unit). A failure halts the store: the result to answer, else null.
+   */
+  #dispatchPut(reqs: readonly PutMessageRequest[], appended: AppendResult[], codes: number[] | null): PutMessageResult | null {
     try {
       // One result per request, in request order: the send processor answers request i with
       // result i (msg ids, queue offset) and the records lie back to back in one segment.
@@ -796,7 +853,8 @@ export class MessageStore {
         const known = r.propertiesParsed === true || (r.tags !== undefined && (r.keys !== undefined || r.uniqKey !== undefined));
         const props = known ? null : parseProperties(r.properties);
         const tags = r.tags ?? props?.[MessageConst.TAGS];
-        this.#dispatch(
+        const tagsCode = this.#tagsCode(r.topic, props, a.storeTimestamp, tags);
+        const unit = this.#dispatch(
           r.topic,
           r.queueId,
           a.physicalOffset,
@@ -804,22 +862,23 @@ export class MessageStore {
           a.queueOffset,
           a.storeTimestamp,
           r.sysFlag,
-          this.#tagsCode(r.topic, props, a.storeTimestamp, tags),
+          tagsCode,
           r.keys ?? props?.[MessageConst.KEYS],
           r.uniqKey ?? props?.[MessageConst.UNIQ_KEY],
           "put",
         );
+        if (unit && codes !== null) codes[i] = tagsCode;
       }
+      return null;
     } catch (e) {
       // The records are in the CommitLog but (some) not indexed. Stop taking writes; a restart
       // re-dispatches them from the CommitLog.
       return this.#haltedResult(e, "dispatch");
     }
-    const last = appended.at(-1)!;
-    this.#reputOffset = last.physicalOffset + last.size;
-    this.#appendedSinceDiskCheck += total;
-    if (this.#appendedSinceDiskCheck >= DISK_RECHECK_BYTES) this.#checkDisk();
-    const end = this.#reputOffset;
+  }
+
+  /** After the append: the commit, then the flush and replication waits the requests ask for (up to `end`). */
+  async #settle(reqs: readonly PutMessageRequest[], appended: AppendResult[], end: number): Promise<PutMessageResult> {
     // The records sit in the CommitLog's write-behind stage until this turn's commit (one pwrite
     // for every append of the turn); nothing is acknowledged before they are in the page cache.
     await this.commitLog.whenCommitted();
@@ -994,6 +1053,7 @@ export class MessageStore {
     const bad = this.commitLog.appendRaw(offset, data);
     if (bad) return bad;
     if (wasEmpty) this.#reputOffset = offset;
+    this.#replicating = true;
     try {
       if (damaged !== undefined) this.#replicatedDamage(offset, offset + data.length, damaged);
       this.reput();
@@ -1001,6 +1061,8 @@ export class MessageStore {
       // As on the put path: bytes stored but not dispatched (or a bug) stop the writes.
       this.#halt(e, "replicated dispatch");
       return { invalid: this.#refusal() ?? "message store halted" };
+    } finally {
+      this.#replicating = false;
     }
     return null;
   }
@@ -1047,7 +1109,8 @@ export class MessageStore {
   #dispatchRecord(rec: DecodedRecord, offset: number, rewrite = false): void {
     const props = parseProperties(rec.properties);
     const tags = props[MessageConst.TAGS];
-    this.#dispatch(
+    const tagsCode = this.#tagsCode(rec.topic, props, rec.storeTimestamp, tags);
+    const unit = this.#dispatch(
       rec.topic,
       rec.queueId,
       offset,
@@ -1055,12 +1118,14 @@ export class MessageStore {
       rec.queueOffset,
       rec.storeTimestamp,
       rec.sysFlag,
-      this.#tagsCode(rec.topic, props, rec.storeTimestamp, tags),
+      tagsCode,
       props[MessageConst.KEYS],
       props[MessageConst.UNIQ_KEY],
       rewrite ? "rewrite" : "log",
     );
     this.#reputOffset = offset + rec.totalSize;
+    // Replicated bytes (appendReplicated) are in the CommitLog already: their readers can come.
+    if (unit && this.#replicating) this.#o.messageArriving?.arriving(rec.topic, rec.queueId, rec.queueOffset, tagsCode);
   }
 
   #dispatch(
@@ -1075,20 +1140,23 @@ export class MessageStore {
     keys: string | undefined,
     uniqKey: string | undefined,
     from: PutUnitSource,
-  ): void {
+  ): boolean {
     const t = transactionType(sysFlag);
+    let unit = false;
     if (t === SysFlag.TRANSACTION_NOT_TYPE || t === SysFlag.TRANSACTION_COMMIT_TYPE) {
       const cq = this.#consumeQueue(topic, queueId);
       if (from === "log" && queueOffset < cq.maxOffset && this.#resolveSecondRecord(cq, queueOffset, phyOffset, size)) {
         // This record is the superseded one: recorded as damage, no unit.
-      } else if (cq.putUnit(queueOffset, phyOffset, size, tagsCode, from) === "replaced") {
-        this.#unitReplaced(cq, queueOffset, phyOffset);
+      } else {
+        if (cq.putUnit(queueOffset, phyOffset, size, tagsCode, from) === "replaced") this.#unitReplaced(cq, queueOffset, phyOffset);
+        unit = true;
       }
       this.#unflushedQueues.add(cq);
     }
     if ((keys !== undefined || uniqKey !== undefined) && this.#indexCatchUp === null) {
       this.#index.buildIndex({ topic, keys, uniqKey, phyOffset, storeTimestamp, sysFlag });
     }
+    return unit;
   }
 
   /**

@@ -6,7 +6,8 @@ import { afterEach, expect, test } from "bun:test";
 import { readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { readPhysicalOffset } from "../common/message-record.ts";
-import { MessageStore } from "./message-store.ts";
+import { MessageStore, type MessageStoreOptions } from "./message-store.ts";
+import { SysFlag, tagsHashCode } from "../common/message-record.ts";
 import { message, tempStoreDir, testStoreOptions } from "./test-support.ts";
 
 const dirs: string[] = [];
@@ -16,10 +17,10 @@ afterEach(async () => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
-function open(readOnly = false): MessageStore {
+function open(readOnly = false, overrides: Partial<MessageStoreOptions> = {}): MessageStore {
   const d = tempStoreDir("repl-");
   dirs.push(d);
-  const s = MessageStore.open(testStoreOptions(d, { readOnly }));
+  const s = MessageStore.open(testStoreOptions(d, { readOnly, ...overrides }));
   stores.push(s);
   return s;
 }
@@ -104,4 +105,27 @@ test("a damaged range streamed by the master is stored as is, recorded in corrup
   const got = slave.getMessage("T", 0, 0, 32).messages.map((m) => Buffer.from(m).toString("latin1"));
   expect(got.length).toBe(5);
   expect(got.some((m) => m.includes("m2"))).toBe(false);
+});
+
+test("the arrival listener hears of every message a put or replicated bytes bring to a ConsumeQueue, never of a half message", async () => {
+  type Arrival = [topic: string, queueId: number, queueOffset: number, tagsCode: number];
+  const listen = (into: Arrival[]) => ({ messageArriving: { arriving: (...a: Arrival) => void into.push(a) } });
+  const onMaster: Arrival[] = [];
+  const master = open(false, listen(onMaster));
+  await master.putMessage(message("T", 1, "a", { TAGS: "TagA" }));
+  await master.putMessages([message("T", 1, "b", { TAGS: "TagB" }), message("U", 0, "c")]);
+  await master.putMessage({ ...message("T", 1, "half", { TAGS: "TagA" }), sysFlag: SysFlag.TRANSACTION_PREPARED_TYPE });
+  await master.putMessage({ ...message("T", 1, "committed", { TAGS: "TagA" }), sysFlag: SysFlag.TRANSACTION_COMMIT_TYPE });
+  const expected: Arrival[] = [
+    ["T", 1, 0, tagsHashCode("TagA")],
+    ["T", 1, 1, tagsHashCode("TagB")],
+    ["U", 0, 0, tagsHashCode(undefined)],
+    ["T", 1, 2, tagsHashCode("TagA")],
+  ];
+  expect(onMaster).toEqual(expected);
+  // A slave: the same arrivals from the replicated bytes, whatever the chunks.
+  const onSlave: Arrival[] = [];
+  const slave = open(true, listen(onSlave));
+  replicate(master, slave, 0, 61);
+  expect(onSlave).toEqual(expected);
 });

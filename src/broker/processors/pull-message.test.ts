@@ -4,6 +4,7 @@
  * waits for real time. test/integration/broker-wire.test.ts checks the same against the binary.
  */
 import { describe, expect, test } from "bun:test";
+import { decodeOffsetMsgId, SysFlag } from "../../commitlog/index.ts";
 import { createRequest, RequestCode, ResponseCode, type RemotingCommand } from "../../remoting/index.ts";
 import {
   createTopicRequest,
@@ -138,6 +139,35 @@ describe("long polling", () => {
     expect(b.clock.now()).toBe(t0);
     expectPull(res, ResponseCode.SUCCESS, { next: 1 });
     expect(pulledRecords(res).map(text)).toEqual(["wake-up"]);
+  });
+
+  test("every writer wakes parked pulls through the store's arrival listener: a transaction's commit and a delayed delivery, not a half message", async () => {
+    await using b = InProcessBroker.start();
+    await b.ok(createTopicRequest("L", 1));
+    const consumer = b.client();
+    const forCommit = watch(consumer.invoke(b.addr, pullRequest("L", { sysFlag: SUSPENDED, suspendMs: 60_000 }), 120_000));
+    const half = await b.ok(sendV2Request("L", "half", { sysFlag: SysFlag.TRANSACTION_PREPARED_TYPE, props: { TRAN_MSG: "true", PGROUP: "PG" } }));
+    await b.advance(200);
+    expect(forCommit.done()).toBe(false);
+    const phy = decodeOffsetMsgId(half.extFields!.msgId!);
+    if ("invalid" in phy) throw new Error(phy.invalid);
+    const end = createRequest(RequestCode.END_TRANSACTION, {
+      producerGroup: "PG",
+      tranStateTableOffset: half.extFields!.queueOffset!,
+      commitLogOffset: String(phy.offset),
+      commitOrRollback: String(SysFlag.TRANSACTION_COMMIT_TYPE),
+      fromTransactionCheck: "false",
+      msgId: half.extFields!.msgId!,
+    });
+    await b.ok(end);
+    expect(pulledRecords(await forCommit.result).map(text)).toEqual(["half"]);
+    // A delayed message: parked in SCHEDULE_TOPIC_XXXX, then put by the schedule service when due.
+    const forDelay = watch(consumer.invoke(b.addr, pullRequest("L", { offset: 1, sysFlag: SUSPENDED, suspendMs: 60_000 }), 120_000));
+    await b.ok(sendV2Request("L", "later", { props: { DELAY: "1" } }));
+    await b.advance(500);
+    expect(forDelay.done()).toBe(false);
+    await b.advance(700);
+    expect(pulledRecords(await forDelay.result).map(text)).toEqual(["later"]);
   });
 
   test("a message for another queue, or one the subscription filters out, leaves the pull parked", async () => {

@@ -29,7 +29,7 @@ import {
   type RequestProcessor,
 } from "../../remoting/index.ts";
 import type { BrokerContext } from "../context.ts";
-import { parseSendHeader, peerHost, slaveRefusal, wakePulls, type SendHeader } from "./send-message.ts";
+import { parseSendHeader, peerHost, recordPuts, slaveRefusal, type SendHeader } from "./send-message.ts";
 
 /** Java Broker2Client.callClient's wait for the requester's answer. */
 export const PUSH_REPLY_TIMEOUT_MS = 10_000;
@@ -82,7 +82,7 @@ export class ReplyMessageProcessor implements RequestProcessor {
     };
     setIndexedFields(req, props);
     const result = await ctx.store.putMessages([req]);
-    wakePulls(ctx, [req], result);
+    recordPuts(ctx, [req], result);
     const stored = result.appended[0];
     if (!stored) ctx.log.warn(`reply to ${h.topic} not stored: ${result.status} ${result.remark ?? ""}`);
     if (pushed !== null) return createResponse(cmd, ResponseCode.SYSTEM_ERROR, pushed);

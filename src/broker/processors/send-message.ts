@@ -14,7 +14,6 @@ import {
   parseProperties,
   setIndexedFields,
   SysFlag,
-  tagsHashCode,
   tryParseHostAddress,
   type HostAddress,
   type PutMessageRequest,
@@ -154,15 +153,15 @@ export function slaveRefusal(s: BrokerSettings): Refusal | null {
   return null;
 }
 
-/** Wakes parked pulls for every stored message of one put (one topic) and counts the puts. */
-export function wakePulls(ctx: BrokerContext, reqs: PutMessageRequest[], result: PutMessageResult): void {
+/**
+ * Counts the stored messages of one put (one topic). The pulls parked for them are woken by the
+ * store's arrival listener (MessageStoreOptions.messageArriving), whoever wrote them.
+ */
+export function recordPuts(ctx: BrokerContext, reqs: PutMessageRequest[], result: PutMessageResult): void {
+  if (result.appended.length === 0) return;
   let bytes = 0;
   for (let i = 0; i < result.appended.length; i++) bytes += reqs[i]!.body.length;
-  if (result.appended.length > 0) ctx.stats.recordPut(result.appended.length, bytes, reqs[0]!.topic);
-  for (let i = 0; i < result.appended.length; i++) {
-    const r = reqs[i]!;
-    ctx.hold.notifyMessageArriving(r.topic, r.queueId, result.appended[i]!.queueOffset, tagsHashCode(r.tags));
-  }
+  ctx.stats.recordPut(result.appended.length, bytes, reqs[0]!.topic);
 }
 
 export interface ScheduleHook {
@@ -233,7 +232,7 @@ export class SendMessageProcessor implements RequestProcessor {
     // An auto-created topic comes into being with its first stored message, so that a send
     // refused by any check (queue id, size, batch body, properties, a full disk) creates nothing.
     if (result.appended.length > 0) create?.();
-    wakePulls(ctx, reqs, result);
+    recordPuts(ctx, reqs, result);
     // A topic made by this send (auto-created, or the DLQ of a retry past its max) is routable
     // before the producer hears of it, as Java registers inside createTopicInSendMessageMethod.
     const routed = ctx.untilRoutable(i.header.topic, reqs[0]!.topic);
@@ -498,7 +497,7 @@ export class SendMessageProcessor implements RequestProcessor {
     if (diverted !== null && !("code" in diverted)) req = diverted;
     void conn;
     const result = await ctx.store.putMessages([req]);
-    wakePulls(this.#ctx, [req], result);
+    recordPuts(this.#ctx, [req], result);
     const routed = ctx.untilRoutable(retry, topic);
     if (routed) await routed;
     if (result.status === "PUT_OK") {

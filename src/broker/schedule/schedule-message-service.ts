@@ -115,7 +115,6 @@ export interface ScheduleContext {
   settings: { brokerRole: BrokerRole };
   store: MessageStore;
   delayOffsets: DelayOffsetManager;
-  hold: { notifyMessageArriving(topic: string, queueId: number, queueOffset: number, tagsCode: number): void };
 }
 
 type Outcome = "delivered" | "skipped" | "retry";
@@ -406,10 +405,8 @@ export class ScheduleMessageService implements ScheduleHook {
     const req = putRequestFromRecord(rec, topic, queueId, props);
     const r = await ctx.store.putMessage(req);
     const stored = r.appended[0];
-    if (stored) {
-      ctx.hold.notifyMessageArriving(topic, queueId, stored.queueOffset, tagsHashCode(req.tags));
-      return "delivered";
-    }
+    // The pulls parked on the real queue are woken by the store's arrival listener.
+    if (stored) return "delivered";
     if (r.status === "MESSAGE_ILLEGAL" || r.status === "PROPERTIES_SIZE_EXCEEDED") {
       this.#log.error(`${where}: cannot be stored in ${topic} (${r.status}: ${r.remark ?? ""}); message skipped`);
       return "skipped";

@@ -58,7 +58,6 @@ class Rig {
       store: this.store,
       consumerOffsets: this.offsets,
       producers: this.producers,
-      hold: { notifyMessageArriving: () => {} },
       createTopicIfAbsent: (topic, n, perm) => {
         const cfg = {
           topicName: topic,

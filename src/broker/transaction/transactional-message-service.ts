@@ -39,7 +39,6 @@ import {
   parseProperties,
   recordSize,
   SysFlag,
-  tagsHashCode,
   type DecodedRecord,
   type HostAddress,
   type MessageStore,
@@ -93,7 +92,6 @@ export interface TransactionContext {
   store: MessageStore;
   consumerOffsets: ConsumerOffsetManager;
   producers: ProducerManager;
-  hold: { notifyMessageArriving(topic: string, queueId: number, queueOffset: number, tagsCode: number): void };
   createTopicIfAbsent: (topic: string, queueNums: number, perm: number) => TopicConfig;
   now: () => number;
 }
@@ -240,8 +238,8 @@ export class TransactionalMessageService {
     const req = diverted;
     const r = await ctx.store.putMessage(req);
     const stored = r.appended[0];
+    // The pulls parked for the committed message are woken by the store's arrival listener.
     if (!stored) return { ...putFailure(r), action: "refused" };
-    ctx.hold.notifyMessageArriving(req.topic, req.queueId, stored.queueOffset, tagsHashCode(req.tags));
     return null;
   }
 
