@@ -6,6 +6,7 @@ import { describe, expect, test } from "bun:test";
 import ts from "typescript";
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { basename, join, relative, resolve, dirname } from "node:path";
+import { KEYS } from "../src/config/schema.ts";
 
 const ROOT = resolve(import.meta.dir, "..");
 const SRC = join(ROOT, "src");
@@ -174,6 +175,22 @@ function moduleOf(abs: string): string | null {
   return parts.length > 1 ? parts[0]! : "(root)";
 }
 
+/** A repository path in a document: under one of the project's top folders (module-relative `config/…` too). */
+const DOC_PATH = /^(src|test|bench|config|scripts|deploy|docs)\/[\w./-]+$/;
+/** A config key in a document: `broker.autoCreateTopicEnable`, `store.dir`, or a section such as `broker.failover`. */
+const DOC_KEY = /^(broker|store|remoting|namesrv|tls|admin)\.[a-zA-Z][\w.]*$/;
+
+/**
+ * Where a path a document names may live: the repository root, src/ (documents name modules'
+ * files as `config/schema.ts`), or the Java interop projects (`src/main/java/…`). Generated
+ * benchmark results and the store's own files (`config/topics.json` under store.dir) are not in
+ * the repository.
+ */
+function docPathExists(p: string): boolean {
+  if (p.startsWith("bench/results/") || /^config\/[\w-]+\.json$/.test(p)) return true;
+  return [ROOT, SRC, join(ROOT, "test", "interop", "java")].some((base) => existsSync(join(base, p)));
+}
+
 describe("tidy", () => {
   test("no console.* in src/ outside common/log.ts", () => {
     const offenders = sources.filter((f) => !f.endsWith("common/log.ts") && /\bconsole\.\w+\(/.test(text.get(f)!));
@@ -233,6 +250,20 @@ describe("tidy", () => {
         const to = moduleOf(imp);
         if (to === null) continue;
         if (!(allowed[from] ?? []).includes(to)) problems.push(`${rel(f)} imports ${relative(ROOT, imp)} (${from} → ${to})`);
+      }
+    }
+    expect(problems).toEqual([]);
+  });
+
+  test("every repository path and config key named in docs/ and README exists", () => {
+    const keys = new Set<string>(KEYS.map((k) => k.key));
+    const problems: string[] = [];
+    for (const doc of [...readdirSync(join(ROOT, "docs")).filter((f) => f.endsWith(".md")).map((f) => `docs/${f}`), "README.md"]) {
+      for (const [, name] of readFileSync(join(ROOT, doc), "utf8").matchAll(/`([^`\s]+)`/g)) {
+        const n = name!.replace(/[.,:;)]+$/, "");
+        if (DOC_PATH.test(n) && !/[*<>{}]/.test(n) && !docPathExists(n)) problems.push(`${doc}: ${n} does not exist`);
+        const isKey = DOC_KEY.test(n) && !/\.(ts|tsx|md|yaml|yml|json)$/.test(n);
+        if (isKey && !keys.has(n) && ![...keys].some((k) => k.startsWith(`${n}.`))) problems.push(`${doc}: config key ${n} does not exist`);
       }
     }
     expect(problems).toEqual([]);
