@@ -168,8 +168,9 @@ export class ClientManageProcessor implements RequestProcessor {
 
   /**
    * CHECK_CLIENT_CONFIG: a Java client asks whether its subscription is usable here (it does so for
-   * non-TAG expressions). Java's answers with property filtering off (its default, and all this
-   * broker has): TAG → SUCCESS; anything else → SYSTEM_ERROR "does not support".
+   * non-TAG expressions). Java's answers: TAG → SUCCESS; SQL92 → SUCCESS when it parses and
+   * broker.enablePropertyFilter is on, SUBSCRIPTION_PARSE_FAILED when it does not parse; any other
+   * type, or SQL92 with property filtering off (the default) → SYSTEM_ERROR "does not support".
    */
   #checkClientConfig(cmd: RemotingCommand): RemotingCommand {
     let raw: unknown;
