@@ -332,39 +332,50 @@ final class ConsumeScenarios {
         MessageQueue target = null;
         for (MessageQueue q : mqs) if (q.getQueueId() == q0.getQueueId()) target = q;
         c.assign(List.of(target));
-        c.seek(target, 5);
-        List<MessageExt> got = new ArrayList<>();
-        // Until the condition holds; the bound only catches a stall (the runner's own limit is 60 s).
-        // A fixed 15 s failed once in a fresh-clone CI run over TLS with 10 of 15 read, on a machine
-        // where the whole read had taken 12 s.
-        long deadline = System.currentTimeMillis() + 35_000;
-        // assign() starts a pull at once; one in flight before seek() may still hand over what it read
-        // (the client's race, seen in CI on both brokers). The seek's own stream starts at offset 5
-        // again: the messages before that restart are not the seek's, and are dropped.
-        while (got.size() < 15 && System.currentTimeMillis() < deadline) {
-            for (MessageExt m : c.poll(500)) {
-                if (m.getQueueOffset() == 5) got.clear();
-                if (m.getQueueOffset() >= 5) got.add(m);
-            }
-        }
+        int[] reseeks = {0};
+        List<MessageExt> got = readAfterSeek(c, target, 5, 15, reseeks);
         check(got.size() == 15, "after seek(5) expected 15 messages, got " + got.size());
         for (int i = 0; i < 15; i++) {
             check(got.get(i).getQueueOffset() == 5 + i && body(got.get(i)).equals(inQ0.get(5 + i)), "after seek(5): position " + i + " is offset " + got.get(i).getQueueOffset());
         }
-        c.seek(target, 18);
-        List<MessageExt> tail = new ArrayList<>();
-        deadline = System.currentTimeMillis() + 15_000;
-        while (tail.size() < 2 && System.currentTimeMillis() < deadline) {
-            for (MessageExt m : c.poll(500)) {
-                if (m.getQueueOffset() == 18) tail.clear();
-                if (m.getQueueOffset() >= 18) tail.add(m);
-            }
-        }
+        List<MessageExt> tail = readAfterSeek(c, target, 18, 2, reseeks);
         check(tail.size() == 2 && tail.get(0).getQueueOffset() == 18, "after seek(18): " + tail.size() + " messages");
         c.commitSync();
         MessageQueue q = target;
         Ctx.await(() -> committedTotal(c, List.of(q)) == 20, 15_000, () -> "committed offset " + committedTotal(c, List.of(q)) + ", expected 20");
-        return "assign + seek(5) read offsets 5..19 in order, seek(18) re-read 18..19, commitSync stored 20";
+        return "assign + seek(5) read offsets 5..19 in order, seek(18) re-read 18..19, commitSync stored 20"
+            + (reseeks[0] > 0 ? " (" + reseeks[0] + " seek(s) repeated after the client's stream stalled)" : "");
+    }
+
+    /**
+     * seek(`from`), then poll until `count` messages from `from` on have come in order, or 40 s.
+     * assign() starts a pull at once, and one in flight before a seek may still hand over what it
+     * read: the seek's own stream starts at `from` again, and what came before that restart is
+     * dropped. The 5.x client's stream can also stall after such a race (fresh-clone CI over TLS:
+     * 10 of 15 read, then nothing for 35 s): when nothing comes for 5 s the seek is repeated,
+     * counted in `reseeks`, since what is checked is that the broker serves a seek's offsets.
+     */
+    static List<MessageExt> readAfterSeek(DefaultLitePullConsumer c, MessageQueue mq, long from, int count, int[] reseeks) throws Exception {
+        List<MessageExt> got = new ArrayList<>();
+        long deadline = System.currentTimeMillis() + 40_000;
+        c.seek(mq, from);
+        long lastProgress = System.currentTimeMillis();
+        while (got.size() < count && System.currentTimeMillis() < deadline) {
+            for (MessageExt m : c.poll(500)) {
+                if (m.getQueueOffset() == from) got.clear();
+                if (m.getQueueOffset() >= from) {
+                    got.add(m);
+                    lastProgress = System.currentTimeMillis();
+                }
+            }
+            if (got.size() < count && System.currentTimeMillis() - lastProgress > 5_000) {
+                reseeks[0]++;
+                got.clear();
+                c.seek(mq, from);
+                lastProgress = System.currentTimeMillis();
+            }
+        }
+        return got.size() > count ? got.subList(0, count) : got;
     }
 
     static String retryDlq(Ctx ctx) throws Exception {
@@ -445,10 +456,8 @@ final class ConsumeScenarios {
      * beforehand, so the consumer's first rebalances see the retry topic only if the broker made it
      * routable before answering the heartbeat that created it. The first attempt fails with
      * RECONSUME_LATER at the broker's own level (3 + reconsumeTimes: level 3, 10 s); the second
-     * must come about those 10 s later, not at the consumer's next 20 s rebalance (~19 s). The
-     * 5.3.3 push consumer reads a new group's retry topic only from that rebalance on either broker
-     * (20.0 s on both in one run): for it the bound is the rebalance, and java.test.ts compares the
-     * two brokers' figures. Reported as [retry_ms=…].
+     * must come about those 10 s later, not at the consumer's next 20 s rebalance (~19 s).
+     * Reported as [retry_ms=…]; java.test.ts compares the two brokers' figures.
      */
     static String retryFirstRun(Ctx ctx) throws Exception {
         String topic = ctx.topic("t");
@@ -470,8 +479,10 @@ final class ConsumeScenarios {
         p.send(msg(topic, "TagA", "k-fail-once", "fail-once"));
         Ctx.await(() -> attempts.size() >= 2, 45_000, () -> "a second attempt of fail-once (attempts: " + attempts.size() + ")");
         long gap = attempts.get(1) - attempts.get(0);
-        long max = Ctx.clientMajor() >= 5 ? 25_000 : 15_000;
-        check(gap >= 9_000 && gap < max, "the retry came " + gap + " ms after the first attempt; level 3 is 10 s (bound " + max + " ms)");
+        // Apache RocketMQ loses the client's rebalance race too (20 s in one fresh-clone CI run with
+        // 4.9.8, often with 5.3.3): here only that the retry comes; java.test.ts holds RocketBun to
+        // Apache's figure and to 15 s.
+        check(gap >= 9_000 && gap < 25_000, "the retry came " + gap + " ms after the first attempt; level 3 is 10 s");
         return "[retry_ms=" + gap + "] a new group's RECONSUME_LATER came back after " + gap + " ms (level 3: 10 s)";
     }
 
