@@ -22,13 +22,16 @@ import { decodeRecordAt, encodeMessageBatch, encodeProperties, javaStringHashCod
 import { defaultConfig, type Config } from "../config/schema.ts";
 import {
   createRequest,
+  createResponse,
   REMOTING_CLIENT_DEFAULTS,
   RemotingClient,
+  RemotingServer,
   RequestCode,
   ResponseCode,
   type RemotingCommand,
   type RemotingConnection,
 } from "../remoting/index.ts";
+import { decodeRegisterBrokerBody } from "../protocol/register-broker-body.ts";
 import { MemNetwork, recordingLogger } from "../remoting/test-support.ts";
 import { BrokerController, type BrokerOptions } from "./broker.ts";
 import { PullSysFlag } from "../protocol/pull-sys-flag.ts";
@@ -325,4 +328,44 @@ export function pulledRecords(res: RemotingCommand): DecodedRecord[] {
     pos += r.totalSize;
   }
   return out;
+}
+
+/** Where fakeNamesrv listens on the fixture's network (pass it as `namesrvAddr`). */
+export const FAKE_NAMESRV_ADDR = "127.0.0.1:9876";
+
+/**
+ * A name server of the test's own on `network` that records the topic names each REGISTER_BROKER
+ * carried. It answers at once, or with `hold` only when the test calls `release()`.
+ */
+export function fakeNamesrv(network: MemNetwork, o: { hold?: boolean } = {}) {
+  const held: (() => void)[] = [];
+  const registrations: string[][] = [];
+  const server = new RemotingServer({
+    host: "127.0.0.1",
+    port: 9876,
+    frameSizeMaxBytes: 1 << 20,
+    connectionBufferMaxBytes: 1 << 20,
+    log: recordingLogger(),
+    network,
+  });
+  server.register(RequestCode.REGISTER_BROKER, {
+    process: (_c, cmd) => {
+      const body = decodeRegisterBrokerBody(cmd.body, cmd.extFields?.compressed === "true", cmd.version);
+      if ("invalid" in body) return createResponse(cmd, ResponseCode.SYSTEM_ERROR, body.invalid);
+      registrations.push(Object.keys(body.topicConfigTable));
+      const answer = createResponse(cmd, ResponseCode.SUCCESS);
+      return o.hold ? new Promise<RemotingCommand>((resolve) => held.push(() => resolve(answer))) : answer;
+    },
+  });
+  server.start();
+  return {
+    server,
+    registrations,
+    /** Answers every held registration. */
+    release: () => {
+      for (const r of held.splice(0)) r();
+    },
+    /** Some registration carried `topic`. */
+    routes: (topic: string) => registrations.some((r) => r.includes(topic)),
+  };
 }

@@ -10,19 +10,16 @@ import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { TopicConfigWrapper } from "../metadata-topics.ts";
-import { decodeRegisterBrokerBody } from "../../protocol/register-broker-body.ts";
 import type { TopicConfig } from "../../protocol/topics.ts";
 import {
   createRequest,
-  createResponse,
-  RemotingServer,
   RequestCode,
   ResponseCode,
   type ExtFields,
   type RemotingCommand,
 } from "../../remoting/index.ts";
-import { MemNetwork, recordingLogger } from "../../remoting/test-support.ts";
-import { createTopicRequest, InProcessBroker, sendV2Request } from "../test-support.ts";
+import { MemNetwork } from "../../remoting/test-support.ts";
+import { createTopicRequest, FAKE_NAMESRV_ADDR, fakeNamesrv, InProcessBroker, sendV2Request } from "../test-support.ts";
 
 const dec = new TextDecoder();
 const SLAVE_REMARK = "broker broker-a is a slave: change topics on its master";
@@ -299,31 +296,6 @@ describe("GET_ALL_TOPIC_CONFIG", () => {
   });
 });
 
-const NAMESRV = "127.0.0.1:9876";
-
-/** A name server on `network` that answers every REGISTER_BROKER at once and keeps the topic names each carried. */
-function recordingNamesrv(network: MemNetwork): { server: RemotingServer; registrations: string[][] } {
-  const registrations: string[][] = [];
-  const server = new RemotingServer({
-    host: "127.0.0.1",
-    port: 9876,
-    frameSizeMaxBytes: 1 << 20,
-    connectionBufferMaxBytes: 1 << 20,
-    log: recordingLogger(),
-    network,
-  });
-  server.register(RequestCode.REGISTER_BROKER, {
-    process: (_c, cmd) => {
-      const body = decodeRegisterBrokerBody(cmd.body, cmd.extFields?.compressed === "true", cmd.version);
-      if ("invalid" in body) return createResponse(cmd, ResponseCode.SYSTEM_ERROR, body.invalid);
-      registrations.push(Object.keys(body.topicConfigTable));
-      return createResponse(cmd, ResponseCode.SUCCESS);
-    },
-  });
-  server.start();
-  return { server, registrations };
-}
-
 /** Moves time in small steps until `done` holds (at most `ms`), letting the in-memory sockets deliver in between. */
 async function advanceUntil(b: InProcessBroker, ms: number, done: () => boolean): Promise<void> {
   for (let t = 0; t < ms && !done(); t += 5) {
@@ -335,9 +307,9 @@ async function advanceUntil(b: InProcessBroker, ms: number, done: () => boolean)
 describe("re-registration", () => {
   test("a create and a delete each re-register with the name servers within tens of milliseconds", async () => {
     const network = new MemNetwork();
-    const ns = recordingNamesrv(network);
+    const ns = fakeNamesrv(network);
     try {
-      await using b = InProcessBroker.start({ network, namesrvAddr: [NAMESRV] });
+      await using b = InProcessBroker.start({ network, namesrvAddr: [FAKE_NAMESRV_ADDR] });
       await advanceUntil(b, 100, () => ns.registrations.length > 0);
       const atStart = ns.registrations.length;
       expect(atStart).toBeGreaterThan(0);

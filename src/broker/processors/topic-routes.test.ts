@@ -7,40 +7,9 @@
  * when the test lets it.
  */
 import { describe, expect, test } from "bun:test";
-import { decodeRegisterBrokerBody } from "../../protocol/register-broker-body.ts";
-import { createRequest, createResponse, RemotingServer, RequestCode, ResponseCode, type RemotingCommand } from "../../remoting/index.ts";
-import { recordingLogger } from "../../remoting/test-support.ts";
+import { createRequest, RequestCode, ResponseCode, type RemotingCommand } from "../../remoting/index.ts";
 import { MemNetwork } from "../../remoting/test-support.ts";
-import { heartbeatRequest, InProcessBroker, sendV2Request } from "../test-support.ts";
-
-const NAMESRV = "127.0.0.1:9876";
-
-/** A name server that holds each REGISTER_BROKER until `release()`; `topics` holds what each registration carried. */
-function heldNamesrv(network: MemNetwork) {
-  const held: (() => void)[] = [];
-  const registrations: string[][] = [];
-  const s = new RemotingServer({
-    host: "127.0.0.1",
-    port: 9876,
-    frameSizeMaxBytes: 1 << 20,
-    connectionBufferMaxBytes: 1 << 20,
-    log: recordingLogger(),
-    network,
-  });
-  s.register(RequestCode.REGISTER_BROKER, {
-    process: (_c, cmd) => {
-      const body = decodeRegisterBrokerBody(cmd.body, cmd.extFields?.compressed === "true", cmd.version);
-      if ("invalid" in body) return createResponse(cmd, ResponseCode.SYSTEM_ERROR, body.invalid);
-      registrations.push(Object.keys(body.topicConfigTable));
-      return new Promise<RemotingCommand>((resolve) => held.push(() => resolve(createResponse(cmd, ResponseCode.SUCCESS))));
-    },
-  });
-  s.start();
-  const release = () => {
-    for (const r of held.splice(0)) r();
-  };
-  return { server: s, registrations, release, routes: (topic: string) => registrations.some((r) => r.includes(topic)) };
-}
+import { FAKE_NAMESRV_ADDR, fakeNamesrv, heartbeatRequest, InProcessBroker, sendV2Request } from "../test-support.ts";
 
 /** The promise's outcome once settled, or "pending". */
 async function state<T>(p: Promise<T>): Promise<T | "pending"> {
@@ -50,8 +19,8 @@ async function state<T>(p: Promise<T>): Promise<T | "pending"> {
 describe("a topic made for a client is routable before the client hears back", () => {
   test("a new group's retry topic: the heartbeat is answered once its registration was", async () => {
     const network = new MemNetwork();
-    const ns = heldNamesrv(network);
-    await using b = InProcessBroker.start({ network, namesrvAddr: [NAMESRV] });
+    const ns = fakeNamesrv(network, { hold: true });
+    await using b = InProcessBroker.start({ network, namesrvAddr: [FAKE_NAMESRV_ADDR] });
     await b.advance(0);
     ns.release(); // the registration at start
     const hb = b.call(heartbeatRequest("10.0.0.1@c", { group: "NewGroup", subs: [{ topic: "TBW102", expr: "*" }] }));
@@ -69,8 +38,8 @@ describe("a topic made for a client is routable before the client hears back", (
 
   test("an auto-created topic: the send is answered once its registration was; a name server that never answers holds it 2 s", async () => {
     const network = new MemNetwork();
-    const ns = heldNamesrv(network);
-    await using b = InProcessBroker.start({ network, namesrvAddr: [NAMESRV], broker: { autoCreateTopicEnable: true } });
+    const ns = fakeNamesrv(network, { hold: true });
+    await using b = InProcessBroker.start({ network, namesrvAddr: [FAKE_NAMESRV_ADDR], broker: { autoCreateTopicEnable: true } });
     await b.advance(0);
     ns.release();
     const sent = b.call(sendV2Request("Fresh", "x"));
