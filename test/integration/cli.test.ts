@@ -26,6 +26,18 @@ describe("rocketbun CLI", () => {
     }
   });
 
+  test("bench producer|consumer --help (and -h) print the bench's own flags, exit 0", async () => {
+    for (const argv of [["bench", "producer", "--help"], ["bench", "consumer", "-h"]]) {
+      const r = await runRocketbun(argv);
+      expect(r.code).toBe(0);
+      expect(r.stdout).toStartWith("Usage: rocketbun bench producer|consumer");
+      for (const f of ["-n, --namesrv", "-t, --topic", "-w, --inflight", "-s, --size", "-k, --keys", "-g, --group", "--from", "--count", "--seconds"]) {
+        expect(r.stdout).toContain(f);
+      }
+      expect(r.stdout).not.toContain("--role ROLE");
+    }
+  });
+
   test("missing or unknown role, unknown flag → exit 2 with a clear line", async () => {
     const none = await runRocketbun(["--listen", "127.0.0.1:0"], dir);
     expect(none.code).toBe(2);
