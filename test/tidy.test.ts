@@ -121,12 +121,11 @@ function duplicateDefinitions(files: Map<string, string>): [string, string[]][] 
 const FUNCTION_LINES_MAX = 70;
 
 /**
- * Functions longer than FUNCTION_LINES_MAX (10 when the rule came in, 5 now), by `file#Class.name`.
+ * Functions longer than FUNCTION_LINES_MAX (10 when the rule came in, 2 now), by `file#Class.name`.
  * The list only shrinks: an entry that is short now, or gone, fails the test until it is removed.
- * Hot-path decoders and the store's put/get loops stay whole on purpose, for now.
+ * The record decoder and the HA stream's scan stay whole on purpose, for now: hot-path loops.
  */
 const LONG_FUNCTION_EXCEPTIONS = new Set([
-  "src/commitlog/message-store.ts#MessageStore.getMessage",
   "src/common/message-record.ts#decodeRecordAt",
   "src/ha/record-stream.ts#RecordStream.#scan",
 ]);
