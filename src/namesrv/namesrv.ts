@@ -153,7 +153,7 @@ export class NamesrvController {
     }
   }
 
-  /** Drops brokers silent for longer than brokerExpiredMs (and closes their connections). */
+  /** Drops brokers silent for longer than brokerExpiredMs (their connections stay open; Java's closes them). */
   scanNotActiveBroker(): void {
     for (const e of this.#routes.scanNotActiveBroker(this.#now(), this.#live.brokerExpiredMs)) {
       this.#log.warn(`broker ${e.brokerAddr} expired: no registration for ${this.#live.brokerExpiredMs} ms`);
