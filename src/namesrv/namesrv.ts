@@ -6,9 +6,11 @@
 import { join } from "node:path";
 import type { Config } from "../config/schema.ts";
 import { aclHookOrThrow, type AclHook } from "../acl/index.ts";
+import { nowOf, systemClock, type Clock, type TimerHandle } from "../common/clock.ts";
 import { scope } from "../common/log.ts";
 import type { TlsServerSide } from "../common/tls.ts";
 import { RemotingServer, RequestStats, type ConfigUpdateOutcome, type RequestStatsSnapshot } from "../remoting/index.ts";
+import type { RemotingNetwork } from "../remoting/transport.ts";
 import { KvConfigManager } from "./kv-config.ts";
 import { NamesrvRequestProcessor, type NamesrvProcessorDeps } from "./processors.ts";
 import { RouteInfoManager } from "./route-info-manager.ts";
@@ -20,10 +22,17 @@ export interface NamesrvOptions {
   remoting: Config["remoting"];
   /** store.dir: kvConfig.json lives under it unless namesrv.kvConfigPath says otherwise. */
   storeDir: string;
-  now?: () => number;
+  /**
+   * The seams of docs/CONVENTIONS.md §6, as the broker's (BrokerOptions), for the in-process
+   * fixture (./test-support.ts) and test/sim; production passes neither. `clock`: every time read
+   * and timer of the name server — registration and heartbeat times, the liveness scan, the
+   * brokers' silence (default the system clock). `network`: the listen port's sockets (default TCP).
+   */
+  clock?: Clock;
+  network?: RemotingNetwork;
   /** GET_NAMESRV_CONFIG / UPDATE_NAMESRV_CONFIG; without it both answer REQUEST_CODE_NOT_SUPPORTED. */
   configAccess?: NamesrvConfigAccess;
-  /** The listen port's TLS mode and certificate (the process's TlsContext); absent = plaintext only. */
+  /** The listen port's TLS mode and certificate (the process's TlsContext); absent = plaintext only. Not used with `network`. */
   tls?: TlsServerSide;
 }
 
@@ -80,18 +89,21 @@ export class NamesrvController {
   readonly #routes = new RouteInfoManager();
   readonly #kv: KvConfigManager;
   readonly #server: RemotingServer;
-  readonly #requestStats = new RequestStats();
+  readonly #requestStats: RequestStats;
   /** namesrv.aclEnable: the name server's write requests need an admin account (or a white-listed address). */
   readonly #acl: AclHook | undefined;
+  readonly #clock: Clock;
   readonly #now: () => number;
-  #scanTimer: ReturnType<typeof setInterval> | null = null;
+  #scanTimer: TimerHandle | null = null;
 
   constructor(opts: NamesrvOptions) {
     const ns = opts.namesrv;
     this.#live = { brokerExpiredMs: ns.brokerExpiredMs, brokerScanIntervalMs: ns.brokerScanIntervalMs };
-    this.#now = opts.now ?? Date.now;
+    this.#clock = opts.clock ?? systemClock;
+    this.#now = nowOf(this.#clock);
+    this.#requestStats = new RequestStats(this.#now);
     this.#kv = new KvConfigManager(ns.kvConfigPath || join(opts.storeDir, "namesrv", "kvConfig.json"));
-    this.#acl = ns.aclEnable ? aclHookOrThrow(ns.aclFile, "namesrv") : undefined;
+    this.#acl = ns.aclEnable ? aclHookOrThrow(ns.aclFile, "namesrv", this.#clock) : undefined;
     this.#server = new RemotingServer({
       host: ns.listen.host,
       port: ns.listen.port,
@@ -101,6 +113,7 @@ export class NamesrvController {
       limits: opts.remoting,
       log: scope("namesrv-remoting"),
       hooks: this.#acl ? [this.#acl, this.#requestStats] : [this.#requestStats],
+      network: opts.network,
       ...(opts.tls ? { tls: opts.tls } : {}),
     });
     this.#deps = {
@@ -124,7 +137,7 @@ export class NamesrvController {
   start(): number {
     this.#kv.load();
     const port = this.#server.start();
-    this.#scanTimer = setInterval(() => this.scanNotActiveBroker(), this.#live.brokerScanIntervalMs);
+    this.#scanTimer = this.#clock.setInterval(() => this.scanNotActiveBroker(), this.#live.brokerScanIntervalMs);
     return port;
   }
 
@@ -135,12 +148,12 @@ export class NamesrvController {
     if (patch.brokerScanIntervalMs !== undefined) this.#live.brokerScanIntervalMs = patch.brokerScanIntervalMs;
     if (patch.orderMessageEnable !== undefined) this.#deps.orderMessageEnable = patch.orderMessageEnable;
     if (scanChanged && this.#scanTimer) {
-      clearInterval(this.#scanTimer);
-      this.#scanTimer = setInterval(() => this.scanNotActiveBroker(), this.#live.brokerScanIntervalMs);
+      this.#clock.clearInterval(this.#scanTimer);
+      this.#scanTimer = this.#clock.setInterval(() => this.scanNotActiveBroker(), this.#live.brokerScanIntervalMs);
     }
   }
 
-  /** Drops brokers silent for longer than brokerExpiredMs (and closes their connections). */
+  /** Drops brokers silent for longer than brokerExpiredMs (their connections stay open; Java's closes them). */
   scanNotActiveBroker(): void {
     for (const e of this.#routes.scanNotActiveBroker(this.#now(), this.#live.brokerExpiredMs)) {
       this.#log.warn(`broker ${e.brokerAddr} expired: no registration for ${this.#live.brokerExpiredMs} ms`);
@@ -158,7 +171,7 @@ export class NamesrvController {
 
   stop(): void {
     this.#acl?.close();
-    if (this.#scanTimer) clearInterval(this.#scanTimer);
+    if (this.#scanTimer) this.#clock.clearInterval(this.#scanTimer);
     this.#scanTimer = null;
     this.#server.stop();
   }

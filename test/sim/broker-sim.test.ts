@@ -4,7 +4,9 @@
  * in-memory disk that can crash, and in-memory sockets. Every run prints its seed;
  * `SEED=<n> bun test test/sim/broker-sim.test.ts` replays it, `SIM_SEEDS=<k>` runs k random seeds
  * (`SIM_STEPS=<n>` makes each longer); `SIM_NO_CRASH=1` / `SIM_NO_RESTART=1` leave out broker crashes or
- * clean restarts (same draws otherwise), to tell a finding's cause apart.
+ * clean restarts (same draws otherwise), to tell a finding's cause apart. Each passing seed runs
+ * twice: as before, and registering with an in-process name server on the same clock (N1; another
+ * interleaving, so another run of the seed); `SIM_NAMESRV=1` does the latter for SEED / SIM_SEEDS.
  *
  * CI runs the fixed seeds in PASSING; open findings are listed in OPEN, skipped by name with the reason.
  */
@@ -16,10 +18,11 @@ const STEPS = Number(process.env.SIM_STEPS ?? 500);
 const PASSING = [1, 2, 3, 4, 5, 6];
 const OPEN: Record<number, string> = {};
 
-async function runSeed(seed: number): Promise<void> {
-  process.stderr.write(`broker sim: SEED=${seed} (replay: SEED=${seed} npx bun test test/sim/broker-sim.test.ts)\n`);
-  const r = await runBrokerSimulation(seed, { steps: STEPS, trace: true });
-  process.stderr.write(`broker sim: SEED=${seed} ok: ${JSON.stringify(r)}\n`);
+async function runSeed(seed: number, namesrv = process.env.SIM_NAMESRV !== undefined): Promise<void> {
+  const env = namesrv ? `SIM_NAMESRV=1 SEED=${seed}` : `SEED=${seed}`;
+  process.stderr.write(`broker sim: ${env} (replay: ${env} npx bun test test/sim/broker-sim.test.ts)\n`);
+  const r = await runBrokerSimulation(seed, { steps: STEPS, trace: true, namesrv });
+  process.stderr.write(`broker sim: ${env} ok: ${JSON.stringify(r)}\n`);
   expect(r.acked).toBeGreaterThan(0);
   expect(r.delivered).toBeGreaterThan(0);
 }
@@ -35,6 +38,7 @@ if (process.env.SEED !== undefined) {
   }, 3_600_000);
 } else {
   for (const seed of PASSING) test(`broker simulation, SEED=${seed}`, () => runSeed(seed), 600_000);
+  for (const seed of PASSING) test(`broker simulation with a name server, SEED=${seed}`, () => runSeed(seed, true), 600_000);
   for (const [seed, why] of Object.entries(OPEN)) test.skip(`broker simulation, SEED=${seed} — open: ${why}`, () => runSeed(Number(seed)));
 }
 
@@ -43,4 +47,6 @@ test("the same seed gives the same broker run", async () => {
   const a = await runBrokerSimulation(seed, { steps: 150 });
   const b = await runBrokerSimulation(seed, { steps: 150 });
   expect(b).toEqual(a);
+  const withNamesrv = await runBrokerSimulation(seed, { steps: 150, namesrv: true });
+  expect(await runBrokerSimulation(seed, { steps: 150, namesrv: true })).toEqual(withNamesrv);
 }, 600_000);
