@@ -30,19 +30,18 @@ import { nodeDisk, type SegmentFile, type StoreDisk } from "./disk.ts";
 import { IndexCatchUp } from "./index-catch-up.ts";
 import { IndexService } from "./index-service.ts";
 import type { MappedFile } from "./mapped-file.ts";
+import { MessageConst } from "../protocol/message-const.ts";
+import { SysFlag, transactionType } from "../protocol/sys-flag.ts";
 import {
   decodeRecordAt,
   isRecordOfUnit,
-  MessageConst,
   OFFSET_STORE_TIMESTAMP,
   parseProperties,
   PROPERTIES_SIZE_MAX_BYTES,
   readTotalSize,
   recordSize,
-  SysFlag,
   tagsHashCode,
   TOPIC_SIZE_MAX_BYTES,
-  transactionType,
   type DecodedRecord,
   type HostAddress,
 } from "../common/message-record.ts";

@@ -57,14 +57,13 @@
  */
 import { nowOf, systemClock, type Clock, type TimerHandle } from "../../common/clock.ts";
 import type { Logger } from "../../common/log.ts";
+import { MessageConst } from "../../protocol/message-const.ts";
+import { SysFlag, transactionType } from "../../protocol/sys-flag.ts";
 import {
   decodeRecordAt,
   encodeProperties,
-  MessageConst,
   parseProperties,
-  SysFlag,
   tagsHashCode,
-  transactionType,
   type DecodedRecord,
   type GetMessageStatus,
   type MessageStore,

@@ -31,14 +31,14 @@
  */
 import { systemClock, type Clock, type TimerHandle } from "../../common/clock.ts";
 import type { Logger } from "../../common/log.ts";
+import { MessageConst } from "../../protocol/message-const.ts";
+import { SysFlag } from "../../protocol/sys-flag.ts";
 import {
   createOffsetMsgId,
   decodeRecordAt,
   encodeRecord,
-  MessageConst,
   parseProperties,
   recordSize,
-  SysFlag,
   type DecodedRecord,
   type HostAddress,
   type MessageStore,
