@@ -27,6 +27,7 @@ import { basename, join } from "node:path";
 import { readFileWithBackup, writeFileAtomic, writeFileAtomicAsync } from "../common/atomic-file.ts";
 import { parseJsonLenient } from "../common/json.ts";
 import { isInvalid, type Invalid } from "../common/invalid.ts";
+import { INT32_MAX } from "../common/int32.ts";
 import type { DataVersion } from "../protocol/data-version.ts";
 
 export interface MetadataOptions {
@@ -57,8 +58,6 @@ export function dataVersionFromJson(raw: unknown): DataVersion | Invalid {
   if (isInvalid(timestamp)) return { invalid: `dataVersion.${timestamp.invalid}` };
   return { counter, timestamp };
 }
-
-export const INT32_MAX = 0x7fffffff;
 
 /**
  * Reads an integer field. A missing field takes `def`, as fastjson leaves a bean's default when the

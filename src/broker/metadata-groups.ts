@@ -10,7 +10,8 @@
  * Invariants: every entry's key equals its `groupName`; the dataVersion changes exactly when the
  * table changes; a change is on disk before it is visible in memory.
  */
-import { type MetadataOptions, INT32_MAX, isJsonObject, readBool, readInt, show } from "./metadata-file.ts";
+import { type MetadataOptions, isJsonObject, readBool, readInt, show } from "./metadata-file.ts";
+import { INT32_MAX } from "../common/int32.ts";
 import { VersionedTableManager, type VersionedTableShape } from "./metadata-table.ts";
 import type { DataVersion } from "../protocol/data-version.ts";
 import { TOOLS_CONSUMER_GROUP } from "../protocol/topics.ts";
@@ -153,7 +154,8 @@ export class SubscriptionGroupManager extends VersionedTableManager<Subscription
   constructor(opts: MetadataOptions) {
     // As Java's constructor: present in memory from the start, written with the next change, and
     // re-added on every start if an operator deleted one.
-    super(opts, GROUP_TABLE, PRE_CREATED_GROUPS.map((g) => defaultSubscriptionGroupConfig(g)));
+    const preCreated = PRE_CREATED_GROUPS.map((g) => defaultSubscriptionGroupConfig(g));
+    super(opts, GROUP_TABLE, preCreated);
   }
 
   /**

@@ -12,7 +12,8 @@
  * offsets are safe integers (Java longs beyond 2^53 are rejected on load, never rounded); `dirty` is
  * set exactly when memory differs from the last successful write.
  */
-import { type Decoded, type MetadataOptions, INT32_MAX, isJsonObject, show } from "./metadata-file.ts";
+import { type Decoded, type MetadataOptions, isJsonObject, show } from "./metadata-file.ts";
+import { INT32_MAX } from "../common/int32.ts";
 import { OffsetTableManager } from "./metadata-table.ts";
 import { assert } from "../common/assert.ts";
 import { type Invalid, isInvalid } from "../common/invalid.ts";

@@ -10,7 +10,8 @@
  * dataVersion changes exactly when the table changes (the name server re-reads topics only when
  * it does); a change is on disk before it is visible in memory, so a failed write changes nothing.
  */
-import { type MetadataOptions, INT32_MAX, isJsonObject, readBool, readInt, show } from "./metadata-file.ts";
+import { type MetadataOptions, isJsonObject, readBool, readInt, show } from "./metadata-file.ts";
+import { INT32_MAX } from "../common/int32.ts";
 import { VersionedTableManager, type VersionedTableShape } from "./metadata-table.ts";
 import { assert } from "../common/assert.ts";
 import type { DataVersion } from "../protocol/data-version.ts";
