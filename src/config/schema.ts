@@ -829,7 +829,7 @@ export function defaultConfig(role: Role): Config {
       namesrvAddr: [],
       brokerClusterName: "DefaultCluster",
       brokerName: "broker-a",
-      brokerId: slave ? 1 : 0,
+      brokerId: slave ? 1 : MASTER_ID,
       brokerRole: slave ? "SLAVE" : "ASYNC_MASTER",
       brokerIP1: "",
       haMasterAddress: "",
