@@ -7,7 +7,7 @@
 import { jsonBytes } from "../common/json.ts";
 import { RequestCode, ResponseCode } from "../remoting/index.ts";
 import { dlqTopic, RETRY_GROUP_TOPIC_PREFIX, retryTopic } from "../protocol/topics.ts";
-import type { MessageQueue } from "../protocol/route.ts";
+import { MASTER_ID, type MessageQueue } from "../protocol/route.ts";
 import type { OffsetWrapper } from "../protocol/admin-bodies.ts";
 import { mapLimit, readable, type Command, type CommandContext, type Output } from "./command.ts";
 import {
@@ -234,7 +234,7 @@ const updateSubGroup: Command = {
   async run({ session: s, flags: f }) {
     // Members in fastjson's order (alphabetical), the defaults of mqadmin's command.
     const config = {
-      brokerId: f.int("brokerId", 0, 0, Number.MAX_SAFE_INTEGER),
+      brokerId: f.int("brokerId", MASTER_ID, 0, Number.MAX_SAFE_INTEGER),
       consumeBroadcastEnable: f.bool("consumeBroadcastEnable", false),
       consumeEnable: f.bool("consumeEnable", true),
       consumeFromMinEnable: f.bool("consumeFromMinEnable", false),

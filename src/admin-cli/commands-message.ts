@@ -6,6 +6,7 @@
 import { decodeOffsetMsgId, formatHostAddress } from "../common/message-record.ts";
 import { RequestCode, ResponseCode } from "../remoting/index.ts";
 import { UNIQUE_KEY_QUERY_FLAG } from "../protocol/acl-signature.ts";
+import { PullSysFlag } from "../protocol/pull-sys-flag.ts";
 import { TOOLS_CONSUMER_GROUP } from "../protocol/topics.ts";
 import { readable, type Command } from "./command.ts";
 import { UsageError, type Flags } from "./flags.ts";
@@ -163,7 +164,7 @@ export async function pullAt(s: AdminSession, addr: string, topic: string, queue
     queueId: String(queueId),
     queueOffset: String(offset),
     maxMsgNums: String(max),
-    sysFlag: "4",
+    sysFlag: String(PullSysFlag.SUBSCRIPTION),
     commitOffset: "0",
     suspendTimeoutMillis: "0",
     subscription: "*",

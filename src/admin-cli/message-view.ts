@@ -4,7 +4,9 @@
  * mqadmin's QueryMsgByIdSubCommand prints one, and the "message track": for each group that
  * consumes the topic, whether it has consumed the message (DefaultMQAdminExtImpl.messageTrackDetail).
  */
-import { createOffsetMsgId, decodeRecordAt, formatHostAddress, MessageConst, parseProperties, SysFlag } from "../common/message-record.ts";
+import { MessageConst } from "../protocol/message-const.ts";
+import { SysFlag } from "../protocol/sys-flag.ts";
+import { createOffsetMsgId, decodeRecordAt, formatHostAddress, parseProperties } from "../common/message-record.ts";
 import { decompressBody } from "../client/compression.ts";
 import { ResponseCode } from "../remoting/index.ts";
 import { consumeStats, consumerConnection } from "./commands-group.ts";

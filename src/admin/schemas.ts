@@ -8,6 +8,7 @@ import { z } from "@hono/zod-openapi";
 import { GROUP_NAME_MAX_CHARS, GROUP_NAME_PATTERN, TOPIC_NAME_MAX_CHARS, TOPIC_NAME_PATTERN } from "../broker/index.ts";
 import type { MiddlewareHandler } from "hono";
 import { API_ERRORS, ApiError, type ApiErrorCode } from "./errors.ts";
+import { INT32_MAX } from "../common/int32.ts";
 
 /** The one error body (docs/CONVENTIONS.md §12). */
 export const ErrorBody = z
@@ -115,8 +116,6 @@ export const TopicSettings = z.object({
   order: z.boolean().default(false).openapi({ description: "an ordered topic (clients keep one queue's messages in order)" }),
 });
 export const TopicCreate = TopicSettings.extend({ topicName: TopicName }).openapi("TopicCreate");
-
-const INT32_MAX = 2147483647;
 
 /** POST /groups and PUT /groups/{group}: a SubscriptionGroupConfig (missing fields at Java's defaults). */
 export const GroupSettings = z.object({

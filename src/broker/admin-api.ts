@@ -17,12 +17,12 @@
  * Refusals come back as OpRefusal (the wire code and remark, and a kind the HTTP side maps to a
  * status). Messages come back decoded (StoredMessage), bodies as bytes.
  */
+import { MessageConst } from "../protocol/message-const.ts";
 import {
   createOffsetMsgId,
   decodeOffsetMsgId,
   decodeRecordAt,
   formatHostAddress,
-  MessageConst,
   tryParseHostAddress,
   type HostAddress,
   parseProperties,

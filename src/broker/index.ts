@@ -34,3 +34,4 @@ export {
 } from "./admin-api.ts";
 export { GROUP_NAME_MAX_CHARS, GROUP_NAME_PATTERN, type SubscriptionGroupConfig } from "./metadata.ts";
 export { TOPIC_NAME_MAX_CHARS, TOPIC_NAME_PATTERN } from "../protocol/topics.ts";
+export { MessageConst } from "../protocol/message-const.ts";

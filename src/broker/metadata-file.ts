@@ -1,7 +1,8 @@
 /**
  * Shared plumbing for the four config JSON files under `<storeDir>/config/`: load with `.bak`
- * fallback and a loss report, persist atomically, DataVersion, and field readers that turn
- * untrusted JSON into typed values or a short reason (docs/CONVENTIONS.md §2).
+ * fallback and a loss report, persist atomically, and field readers that turn untrusted JSON into
+ * typed values or a short reason (docs/CONVENTIONS.md §2). The tables built on it, and the
+ * managers' common scaffolding, are in `metadata-table.ts`.
  *
  * Load outcomes (the recovery table; `metadata.test.ts` walks every row):
  *
@@ -26,6 +27,7 @@ import { basename, join } from "node:path";
 import { readFileWithBackup, writeFileAtomic, writeFileAtomicAsync } from "../common/atomic-file.ts";
 import { parseJsonLenient } from "../common/json.ts";
 import { isInvalid, type Invalid } from "../common/invalid.ts";
+import { INT32_MAX } from "../common/int32.ts";
 import type { DataVersion } from "../protocol/data-version.ts";
 
 export interface MetadataOptions {
@@ -48,14 +50,6 @@ export function configPath(dir: string, file: string): string {
   return join(dir, "config", file);
 }
 
-export function nextVersion(v: DataVersion, now: number): DataVersion {
-  return { counter: v.counter + 1, timestamp: now };
-}
-
-export function sameVersion(a: DataVersion, b: DataVersion): boolean {
-  return a.counter === b.counter && a.timestamp === b.timestamp;
-}
-
 export function dataVersionFromJson(raw: unknown): DataVersion | Invalid {
   if (!isJsonObject(raw)) return { invalid: "dataVersion: expected an object" };
   const counter = readInt(raw, "counter", 0, 0, Number.MAX_SAFE_INTEGER);
@@ -64,8 +58,6 @@ export function dataVersionFromJson(raw: unknown): DataVersion | Invalid {
   if (isInvalid(timestamp)) return { invalid: `dataVersion.${timestamp.invalid}` };
   return { counter, timestamp };
 }
-
-export const INT32_MAX = 0x7fffffff;
 
 /**
  * Reads an integer field. A missing field takes `def`, as fastjson leaves a bean's default when the
@@ -188,136 +180,4 @@ export function persistConfigFile(path: string, body: unknown): void {
 /** persistConfigFile with the fsyncs on the thread pool (periodic writes on a busy broker). */
 export function persistConfigFileAsync(path: string, body: unknown): Promise<void> {
   return writeFileAtomicAsync(path, `${JSON.stringify(body, null, 2)}\n`);
-}
-
-/**
- * The "write it if it changed" rule of the offset files (consumerOffset.json, delayOffset.json),
- * shared by their managers: `markDirty` on every change, then a timer calls `persistAsync` (one
- * write at a time, off the event loop) and shutdown calls `persistSync` after awaiting `idle()`.
- */
-export class DirtyFile {
-  readonly path: string;
-  #dirty = false;
-  #writing: Promise<boolean> | null = null;
-
-  constructor(path: string) {
-    this.path = path;
-  }
-
-  get dirty(): boolean {
-    return this.#dirty;
-  }
-
-  markDirty(): void {
-    this.#dirty = true;
-  }
-
-  /** Writes `body()` if anything changed; a write error is thrown and the file stays dirty. */
-  persistSync(body: () => unknown): boolean {
-    if (!this.#dirty) return false;
-    persistConfigFile(this.path, body());
-    this.#dirty = false;
-    return true;
-  }
-
-  /**
-   * As persistSync, off the event loop. The flag is cleared before the write starts: a change
-   * made while it runs marks the file dirty again for the next call. Overlapping calls share
-   * the write in progress.
-   */
-  persistAsync(body: () => unknown): Promise<boolean> {
-    if (this.#writing) return this.#writing;
-    if (!this.#dirty) return Promise.resolve(false);
-    this.#dirty = false;
-    const text = body();
-    this.#writing = persistConfigFileAsync(this.path, text).then(
-      () => {
-        this.#writing = null;
-        return true;
-      },
-      (e: unknown) => {
-        this.#writing = null;
-        this.#dirty = true;
-        throw e;
-      },
-    );
-    return this.#writing;
-  }
-
-  /** Resolves when no asynchronous write is running (before a final persistSync). */
-  async idle(): Promise<void> {
-    try {
-      await this.#writing;
-    } catch {
-      // The caller's persistSync retries (the file stayed dirty).
-    }
-  }
-}
-
-/** A versioned table as topics.json / subscriptionGroup.json and their GET_ALL_* bodies carry it. */
-export interface VersionedTable<V> {
-  dataVersion: DataVersion | null;
-  entries: Map<string, V>;
-}
-
-export interface VersionedTableShape<V> {
-  /** The JSON key of the table: `topicConfigTable`, `subscriptionGroupTable`. */
-  tableKey: string;
-  /** The entry field that must equal its key: `topicName`, `groupName`. */
-  nameField: string;
-  fromJson: (raw: unknown) => V | Invalid;
-  nameOf: (v: V) => string;
-  toJson: (v: V) => unknown;
-}
-
-/** Top-level shape decides whether the copy is usable; each entry is checked on its own. */
-export function decodeVersionedTable<V>(raw: unknown, shape: VersionedTableShape<V>): Decoded<VersionedTable<V>> | Invalid {
-  if (!isJsonObject(raw)) return { invalid: "expected a JSON object at the top level" };
-  const problems: string[] = [];
-  let dataVersion: DataVersion | null = null;
-  if (Object.hasOwn(raw, "dataVersion")) {
-    const v = dataVersionFromJson(raw.dataVersion);
-    if (isInvalid(v)) problems.push(`${v.invalid} (ignored)`);
-    else dataVersion = v;
-  }
-  const k = shape.tableKey;
-  const table = raw[k] ?? {};
-  if (!isJsonObject(table)) return { invalid: `${k}: expected an object, got ${show(table)}` };
-  const entries = new Map<string, V>();
-  for (const [key, entry] of Object.entries(table)) {
-    const c = shape.fromJson(entry);
-    if (isInvalid(c)) problems.push(`${entryProblem(`${k}.${key}`, c.invalid)}; entry skipped`);
-    else if (shape.nameOf(c) !== key) problems.push(`${k}.${key}.${shape.nameField}: ${show(shape.nameOf(c))} does not match its key; entry skipped`);
-    else entries.set(key, Object.freeze(c));
-  }
-  return { value: { dataVersion, entries }, problems };
-}
-
-/** The `{dataVersion, <tableKey>: {...}}` body. Object.fromEntries keeps a key like "__proto__" a plain key. */
-export function versionedTableBody<V>(shape: VersionedTableShape<V>, version: DataVersion, entries: Map<string, V>): Record<string, unknown> {
-  return {
-    dataVersion: { counter: version.counter, timestamp: version.timestamp },
-    [shape.tableKey]: Object.fromEntries([...entries].map(([k, v]) => [k, shape.toJson(v)])),
-  };
-}
-
-/**
- * A slave adopting its master's table (Java `SlaveSynchronize`): replaced wholesale, version
- * included, when the master's dataVersion differs; a malformed top level changes nothing; bad
- * entries are skipped. Returns problems prefixed with `label`.
- */
-export function adoptMasterTable<V>(
-  raw: unknown,
-  shape: VersionedTableShape<V>,
-  label: string,
-  current: DataVersion,
-  commit: (entries: Map<string, V>, version: DataVersion) => void,
-): string[] {
-  const d = decodeVersionedTable(raw, shape);
-  if (isInvalid(d)) return [`${label}: ${d.invalid}; nothing changed`];
-  const problems = d.problems.map((p) => `${label}: ${p}`);
-  if (d.value.dataVersion === null) return [...problems, `${label}: dataVersion missing or invalid; nothing changed`];
-  if (sameVersion(d.value.dataVersion, current)) return problems;
-  commit(d.value.entries, d.value.dataVersion);
-  return problems;
 }

@@ -10,24 +10,10 @@
  * Invariants: every entry's key equals its `groupName`; the dataVersion changes exactly when the
  * table changes; a change is on disk before it is visible in memory.
  */
-import {
-  type LoadedFrom,
-  type MetadataOptions,
-  type VersionedTableShape,
-  INT32_MAX,
-  adoptMasterTable,
-  configPath,
-  decodeVersionedTable,
-  isJsonObject,
-  loadConfigFile,
-  nextVersion,
-  persistConfigFile,
-  readBool,
-  readInt,
-  show,
-  versionedTableBody,
-} from "./metadata-file.ts";
-import { type DataVersion } from "../protocol/data-version.ts";
+import { type MetadataOptions, isJsonObject, readBool, readInt, show } from "./metadata-file.ts";
+import { INT32_MAX } from "../common/int32.ts";
+import { VersionedTableManager, type VersionedTableShape } from "./metadata-table.ts";
+import type { DataVersion } from "../protocol/data-version.ts";
 import { TOOLS_CONSUMER_GROUP } from "../protocol/topics.ts";
 import { type Invalid, isInvalid } from "../common/invalid.ts";
 import { MASTER_ID } from "../protocol/route.ts";
@@ -155,6 +141,8 @@ function sameGroup(a: SubscriptionGroupConfig, b: SubscriptionGroupConfig): bool
 }
 
 const GROUP_TABLE: VersionedTableShape<SubscriptionGroupConfig> = {
+  file: "subscriptionGroup.json",
+  label: "subscription group body",
   tableKey: "subscriptionGroupTable",
   nameField: "groupName",
   fromJson: subscriptionGroupFromJson,
@@ -162,47 +150,12 @@ const GROUP_TABLE: VersionedTableShape<SubscriptionGroupConfig> = {
   toJson: groupJson,
 };
 
-export class SubscriptionGroupManager {
-  readonly #path: string;
-  readonly #now: () => number;
-  #groups = new Map<string, SubscriptionGroupConfig>();
-  #version: DataVersion;
-  #loadedFrom: LoadedFrom = "none";
-
+export class SubscriptionGroupManager extends VersionedTableManager<SubscriptionGroupConfig> {
   constructor(opts: MetadataOptions) {
-    this.#path = configPath(opts.dir, "subscriptionGroup.json");
-    this.#now = opts.now ?? Date.now;
-    this.#version = { counter: 0, timestamp: this.#now() };
     // As Java's constructor: present in memory from the start, written with the next change, and
     // re-added on every start if an operator deleted one.
-    for (const g of PRE_CREATED_GROUPS) this.#groups.set(g, Object.freeze(defaultSubscriptionGroupConfig(g)));
-  }
-
-  /** Reads subscriptionGroup.json (or its .bak), merged over the pre-created groups. */
-  load(): string[] {
-    const r = loadConfigFile(this.#path, (raw) => decodeVersionedTable(raw, GROUP_TABLE));
-    this.#loadedFrom = r.from;
-    if (r.value !== null) {
-      for (const [k, v] of r.value.entries) this.#groups.set(k, v);
-      if (r.value.dataVersion !== null) this.#version = r.value.dataVersion;
-    }
-    return r.problems;
-  }
-
-  get loadedFrom(): LoadedFrom {
-    return this.#loadedFrom;
-  }
-
-  get dataVersion(): DataVersion {
-    return this.#version;
-  }
-
-  get(group: string): SubscriptionGroupConfig | undefined {
-    return this.#groups.get(group);
-  }
-
-  all(): SubscriptionGroupConfig[] {
-    return [...this.#groups.values()];
+    const preCreated = PRE_CREATED_GROUPS.map((g) => defaultSubscriptionGroupConfig(g));
+    super(opts, GROUP_TABLE, preCreated);
   }
 
   /**
@@ -212,57 +165,33 @@ export class SubscriptionGroupManager {
    * write error.
    */
   findOrCreate(group: string, autoCreate: boolean): SubscriptionGroupConfig | undefined {
-    const found = this.#groups.get(group);
+    const found = this.get(group);
     if (found !== undefined) return found;
     if (!autoCreate && !group.startsWith(SYS_GROUP_PREFIX)) return undefined;
     if (validateNewGroupName(group) !== null) return undefined;
-    const c = Object.freeze(defaultSubscriptionGroupConfig(group));
-    const next = new Map(this.#groups);
-    next.set(group, c);
-    this.#commit(next, nextVersion(this.#version, this.#now()));
-    return c;
+    this.put([defaultSubscriptionGroupConfig(group)]);
+    return this.get(group);
   }
 
   /** Creates or replaces one group; a reason when invalid; an identical config is a no-op. */
   upsert(cfg: SubscriptionGroupConfig): string | null {
     const c = subscriptionGroupFromJson({ ...cfg });
     if (isInvalid(c)) return c.invalid;
-    const old = this.#groups.get(c.groupName);
+    const old = this.get(c.groupName);
     if (old !== undefined && sameGroup(old, c)) return null;
     if (old === undefined) {
       const bad = validateNewGroupName(c.groupName);
       if (bad !== null) return bad;
     }
-    const next = new Map(this.#groups);
-    next.set(c.groupName, Object.freeze(c));
-    this.#commit(next, nextVersion(this.#version, this.#now()));
+    this.put([c]);
     return null;
   }
 
-  /** Returns whether the group existed. */
-  delete(group: string): boolean {
-    if (!this.#groups.has(group)) return false;
-    const next = new Map(this.#groups);
-    next.delete(group);
-    this.#commit(next, nextVersion(this.#version, this.#now()));
-    return true;
-  }
-
-  wrapper(): SubscriptionGroupWrapper {
-    return versionedTableBody(GROUP_TABLE, this.#version, this.#groups) as unknown as SubscriptionGroupWrapper;
-  }
-
   /**
-   * A slave adopting its master's GET_ALL_SUBSCRIPTIONGROUP_CONFIG body: replaced wholesale when the
-   * dataVersion differs (Java `SlaveSynchronize.syncSubscriptionGroupConfig`). Returns problems.
+   * The GET_ALL_SUBSCRIPTIONGROUP_CONFIG body; a slave adopts it with `replaceAll` (Java
+   * `SlaveSynchronize.syncSubscriptionGroupConfig`).
    */
-  replaceAll(wrapper: unknown): string[] {
-    return adoptMasterTable(wrapper, GROUP_TABLE, "subscription group body", this.#version, (g, v) => this.#commit(g, v));
-  }
-
-  #commit(groups: Map<string, SubscriptionGroupConfig>, version: DataVersion): void {
-    persistConfigFile(this.#path, versionedTableBody(GROUP_TABLE, version, groups));
-    this.#groups = groups;
-    this.#version = version;
+  wrapper(): SubscriptionGroupWrapper {
+    return this.body() as unknown as SubscriptionGroupWrapper;
   }
 }

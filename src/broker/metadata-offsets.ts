@@ -12,17 +12,9 @@
  * offsets are safe integers (Java longs beyond 2^53 are rejected on load, never rounded); `dirty` is
  * set exactly when memory differs from the last successful write.
  */
-import {
-  type Decoded,
-  type LoadedFrom,
-  type MetadataOptions,
-  INT32_MAX,
-  configPath,
-  isJsonObject,
-  loadConfigFile,
-  DirtyFile,
-  show,
-} from "./metadata-file.ts";
+import { type Decoded, type MetadataOptions, isJsonObject, show } from "./metadata-file.ts";
+import { INT32_MAX } from "../common/int32.ts";
+import { OffsetTableManager } from "./metadata-table.ts";
 import { assert } from "../common/assert.ts";
 import { type Invalid, isInvalid } from "../common/invalid.ts";
 
@@ -86,29 +78,9 @@ function decodeConsumerOffsets(raw: unknown): Decoded<OffsetTable> | Invalid {
   return { value: out, problems };
 }
 
-export class ConsumerOffsetManager {
-  readonly #file: DirtyFile;
-  #table: OffsetTable = new Map();
-  #loadedFrom: LoadedFrom = "none";
-
+export class ConsumerOffsetManager extends OffsetTableManager<string, Map<number, number>> {
   constructor(opts: MetadataOptions) {
-    this.#file = new DirtyFile(configPath(opts.dir, "consumerOffset.json"));
-  }
-
-  /** Reads consumerOffset.json (or its .bak). Returns problems; see `loadedFrom`. */
-  load(): string[] {
-    const r = loadConfigFile(this.#file.path, decodeConsumerOffsets);
-    this.#loadedFrom = r.from;
-    if (r.value !== null) for (const [k, v] of r.value) this.#table.set(k, v);
-    return r.problems;
-  }
-
-  get loadedFrom(): LoadedFrom {
-    return this.#loadedFrom;
-  }
-
-  get dirty(): boolean {
-    return this.#file.dirty;
+    super(opts, "consumerOffset.json", "consumer offset body", decodeConsumerOffsets);
   }
 
   /**
@@ -121,49 +93,44 @@ export class ConsumerOffsetManager {
     if (!Number.isInteger(queueId) || queueId < 0 || queueId > INT32_MAX) return `queueId ${queueId} is not an integer 0..${INT32_MAX}`;
     if (!isOffset(offset)) return `offset ${offset} is not a safe integer`;
     const key = `${topic}@${group}`;
-    let m = this.#table.get(key);
+    let m = this.offsets.get(key);
     if (m === undefined) {
       m = new Map();
-      this.#table.set(key, m);
+      this.offsets.set(key, m);
     }
     // Consumers re-commit unchanged offsets every few seconds; only a real change needs a write.
     if (m.get(queueId) !== offset) {
       m.set(queueId, offset);
-      this.#file.markDirty();
+      this.markDirty();
     }
     return null;
   }
 
   /** The committed offset, or -1 when the group never committed one for this queue. */
   query(group: string, topic: string, queueId: number): number {
-    return this.#table.get(`${topic}@${group}`)?.get(queueId) ?? -1;
+    return this.offsets.get(`${topic}@${group}`)?.get(queueId) ?? -1;
   }
 
   queryAll(group: string, topic: string): Map<number, number> {
-    return new Map(this.#table.get(`${topic}@${group}`) ?? []);
+    return new Map(this.offsets.get(`${topic}@${group}`) ?? []);
   }
 
   /** The GET_ALL_CONSUMER_OFFSET body (and the file's content). */
   table(): ConsumerOffsetBody {
-    return { offsetTable: Object.fromEntries([...this.#table].map(([k, m]) => [k, Object.fromEntries(m)])) };
+    return { offsetTable: Object.fromEntries([...this.offsets].map(([k, m]) => [k, Object.fromEntries(m)])) };
   }
 
   /**
-   * A slave adopting its master's GET_ALL_CONSUMER_OFFSET body. As Java's `putAll`, each
-   * topic@group the master has replaces the local one; keys only the slave has are kept (offsets
-   * consumers committed here while the master was away). Persists at once. Returns problems.
+   * A slave adopting its master's GET_ALL_CONSUMER_OFFSET body (`replaceAll`). As Java's `putAll`,
+   * each topic@group the master has replaces the local one; keys only the slave has are kept
+   * (offsets consumers committed here while the master was away).
    */
-  replaceAll(body: unknown): string[] {
-    const d = decodeConsumerOffsets(body);
-    if (isInvalid(d)) return [`consumer offset body: ${d.invalid}; nothing changed`];
-    for (const [k, v] of d.value) {
-      // The slave polls every 10 s; unchanged entries need no write.
-      if (sameOffsets(this.#table.get(k), v)) continue;
-      this.#table.set(k, v);
-      this.#file.markDirty();
+  protected adopt(master: OffsetTable): void {
+    for (const [k, v] of master) {
+      if (sameOffsets(this.offsets.get(k), v)) continue;
+      this.offsets.set(k, v);
+      this.markDirty();
     }
-    this.persistIfDirty();
-    return d.problems.map((p) => `consumer offset body: ${p}`);
   }
 
   /** Drops every topic@group entry of `group` (Java `removeOffset`). Returns how many. */
@@ -184,12 +151,12 @@ export class ConsumerOffsetManager {
 
   /** The committed offsets of `group` on `topic`, not copied (undefined: none). */
   offsetsOf(group: string, topic: string): ReadonlyMap<number, number> | undefined {
-    return this.#table.get(`${topic}@${group}`);
+    return this.offsets.get(`${topic}@${group}`);
   }
 
   /** Every topic@group entry with its offsets, not copied: one pass over the table (the metrics scrape). */
   forEachEntry(visit: (topic: string, group: string, offsets: ReadonlyMap<number, number>) => void): void {
-    for (const [k, m] of this.#table) {
+    for (const [k, m] of this.offsets) {
       const tg = splitKey(k);
       if (tg !== null) visit(tg[0], tg[1], m);
     }
@@ -201,27 +168,9 @@ export class ConsumerOffsetManager {
       .map(([t]) => t);
   }
 
-  /**
-   * Writes the file if anything changed since the last write; returns whether it wrote. A write
-   * error is thrown and the table stays dirty, so the next call retries.
-   */
-  persistIfDirty(): boolean {
-    return this.#file.persistSync(() => this.table());
-  }
-
-  /** persistIfDirty off the event loop (the broker's timer); see DirtyFile. */
-  persistIfDirtyAsync(): Promise<boolean> {
-    return this.#file.persistAsync(() => this.table());
-  }
-
-  /** Resolves when no asynchronous write is running (before the final persistIfDirty). */
-  idle(): Promise<void> {
-    return this.#file.idle();
-  }
-
   #keys(): [string, string][] {
     const out: [string, string][] = [];
-    for (const k of this.#table.keys()) {
+    for (const k of this.offsets.keys()) {
       const tg = splitKey(k);
       if (tg !== null) out.push(tg);
     }
@@ -230,14 +179,14 @@ export class ConsumerOffsetManager {
 
   #removeWhere(match: (topic: string, group: string) => boolean): number {
     let n = 0;
-    for (const k of [...this.#table.keys()]) {
+    for (const k of [...this.offsets.keys()]) {
       const tg = splitKey(k);
       if (tg !== null && match(tg[0], tg[1])) {
-        this.#table.delete(k);
+        this.offsets.delete(k);
         n++;
       }
     }
-    if (n > 0) this.#file.markDirty();
+    if (n > 0) this.markDirty();
     return n;
   }
 }
@@ -258,77 +207,34 @@ function decodeDelayOffsets(raw: unknown): Decoded<Map<number, number>> | Invali
 }
 
 /** Per delay level, the next offset to deliver in that level's SCHEDULE_TOPIC_XXXX queue. */
-export class DelayOffsetManager {
-  readonly #file: DirtyFile;
-  #table = new Map<number, number>();
-  #loadedFrom: LoadedFrom = "none";
-
+export class DelayOffsetManager extends OffsetTableManager<number, number> {
   constructor(opts: MetadataOptions) {
-    this.#file = new DirtyFile(configPath(opts.dir, "delayOffset.json"));
-  }
-
-  load(): string[] {
-    const r = loadConfigFile(this.#file.path, decodeDelayOffsets);
-    this.#loadedFrom = r.from;
-    if (r.value !== null) for (const [k, v] of r.value) this.#table.set(k, v);
-    return r.problems;
-  }
-
-  get loadedFrom(): LoadedFrom {
-    return this.#loadedFrom;
-  }
-
-  get dirty(): boolean {
-    return this.#file.dirty;
+    super(opts, "delayOffset.json", "delay offset body", decodeDelayOffsets);
   }
 
   /** 0 for a level never written, as Java's schedule timer starts an unknown level at 0. */
   get(level: number): number {
-    return this.#table.get(level) ?? 0;
+    return this.offsets.get(level) ?? 0;
   }
 
   /** Called by the schedule service only, so bad arguments are a bug there, not input. */
   set(level: number, offset: number): void {
     assert(Number.isInteger(level) && level >= 1 && level <= INT32_MAX, `delay level ${level} must be an integer >= 1`);
     assert(isOffset(offset) && offset >= 0, `delay offset ${offset} must be a non-negative safe integer`);
-    if (this.#table.get(level) === offset) return;
-    this.#table.set(level, offset);
-    this.#file.markDirty();
+    if (this.offsets.get(level) === offset) return;
+    this.offsets.set(level, offset);
+    this.markDirty();
   }
 
   /** The GET_ALL_DELAY_OFFSET body (and the file's content). */
   table(): DelayOffsetBody {
-    return { offsetTable: Object.fromEntries(this.#table) };
+    return { offsetTable: Object.fromEntries(this.offsets) };
   }
 
-  /**
-   * A slave adopting its master's GET_ALL_DELAY_OFFSET body: the whole table is replaced (Java
-   * overwrites the file with the master's). A malformed top level changes nothing. Persists at once.
-   */
-  replaceAll(body: unknown): string[] {
-    const d = decodeDelayOffsets(body);
-    if (isInvalid(d)) return [`delay offset body: ${d.invalid}; nothing changed`];
-    // The slave polls every 10 s; an unchanged table needs no write.
-    if (!sameOffsets(this.#table, d.value)) {
-      this.#table = d.value;
-      this.#file.markDirty();
-    }
-    this.persistIfDirty();
-    return d.problems.map((p) => `delay offset body: ${p}`);
-  }
-
-  /** As `ConsumerOffsetManager.persistIfDirty` (the broker calls it every 10 s and at shutdown). */
-  persistIfDirty(): boolean {
-    return this.#file.persistSync(() => this.table());
-  }
-
-  /** persistIfDirty off the event loop (the broker's timer); see DirtyFile. */
-  persistIfDirtyAsync(): Promise<boolean> {
-    return this.#file.persistAsync(() => this.table());
-  }
-
-  /** Resolves when no asynchronous write is running (before the final persistIfDirty). */
-  idle(): Promise<void> {
-    return this.#file.idle();
+  /** A slave adopting its master's GET_ALL_DELAY_OFFSET body (`replaceAll`): the whole table is replaced, as Java overwrites the file. */
+  protected adopt(master: Map<number, number>): void {
+    if (sameOffsets(this.offsets, master)) return;
+    this.offsets = master;
+    this.markDirty();
   }
 }

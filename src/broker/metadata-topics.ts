@@ -10,25 +10,11 @@
  * dataVersion changes exactly when the table changes (the name server re-reads topics only when
  * it does); a change is on disk before it is visible in memory, so a failed write changes nothing.
  */
-import {
-  type LoadedFrom,
-  type MetadataOptions,
-  type VersionedTableShape,
-  INT32_MAX,
-  adoptMasterTable,
-  configPath,
-  decodeVersionedTable,
-  isJsonObject,
-  loadConfigFile,
-  nextVersion,
-  persistConfigFile,
-  readBool,
-  readInt,
-  show,
-  versionedTableBody,
-} from "./metadata-file.ts";
+import { type MetadataOptions, isJsonObject, readBool, readInt, show } from "./metadata-file.ts";
+import { INT32_MAX } from "../common/int32.ts";
+import { VersionedTableManager, type VersionedTableShape } from "./metadata-table.ts";
 import { assert } from "../common/assert.ts";
-import { type DataVersion } from "../protocol/data-version.ts";
+import type { DataVersion } from "../protocol/data-version.ts";
 import { type Invalid, isInvalid } from "../common/invalid.ts";
 import { isInherited, PermName } from "../protocol/permission.ts";
 import {
@@ -104,6 +90,8 @@ function topicConfigJson(c: TopicConfig): TopicConfig {
 }
 
 const TOPIC_TABLE: VersionedTableShape<TopicConfig> = {
+  file: "topics.json",
+  label: "topic config body",
   tableKey: "topicConfigTable",
   nameField: "topicName",
   fromJson: topicConfigFromJson,
@@ -147,48 +135,9 @@ export function systemTopics(o: SystemTopicOptions): TopicConfig[] {
   return out;
 }
 
-export class TopicConfigManager {
-  readonly #path: string;
-  readonly #now: () => number;
-  #topics = new Map<string, TopicConfig>();
-  #version: DataVersion;
-  #loadedFrom: LoadedFrom = "none";
-
+export class TopicConfigManager extends VersionedTableManager<TopicConfig> {
   constructor(opts: MetadataOptions) {
-    this.#path = configPath(opts.dir, "topics.json");
-    this.#now = opts.now ?? Date.now;
-    this.#version = { counter: 0, timestamp: this.#now() };
-  }
-
-  /**
-   * Reads topics.json (or its .bak). Returns problems; see `loadedFrom` for whether the table is
-   * usable. Entries are merged over what is in memory, as Java's `putAll` does.
-   */
-  load(): string[] {
-    const r = loadConfigFile(this.#path, (raw) => decodeVersionedTable(raw, TOPIC_TABLE));
-    this.#loadedFrom = r.from;
-    if (r.value !== null) {
-      for (const [k, v] of r.value.entries) this.#topics.set(k, v);
-      if (r.value.dataVersion !== null) this.#version = r.value.dataVersion;
-    }
-    return r.problems;
-  }
-
-  /** "unreadable" means a file existed but neither copy parsed and the table is empty. */
-  get loadedFrom(): LoadedFrom {
-    return this.#loadedFrom;
-  }
-
-  get dataVersion(): DataVersion {
-    return this.#version;
-  }
-
-  get(topic: string): TopicConfig | undefined {
-    return this.#topics.get(topic);
-  }
-
-  all(): TopicConfig[] {
-    return [...this.#topics.values()];
+    super(opts, TOPIC_TABLE);
   }
 
   /**
@@ -199,21 +148,10 @@ export class TopicConfigManager {
   upsert(cfg: TopicConfig): string | null {
     const c = topicConfigFromJson({ ...cfg });
     if (isInvalid(c)) return c.invalid;
-    const old = this.#topics.get(c.topicName);
+    const old = this.get(c.topicName);
     if (old !== undefined && sameTopicConfig(old, c)) return null;
-    const next = new Map(this.#topics);
-    next.set(c.topicName, Object.freeze(c));
-    this.#commit(next, nextVersion(this.#version, this.#now()));
+    this.put([c]);
     return null;
-  }
-
-  /** Returns whether the topic existed. */
-  delete(topic: string): boolean {
-    if (!this.#topics.has(topic)) return false;
-    const next = new Map(this.#topics);
-    next.delete(topic);
-    this.#commit(next, nextVersion(this.#version, this.#now()));
-    return true;
   }
 
   /**
@@ -224,35 +162,19 @@ export class TopicConfigManager {
    */
   ensureSystemTopics(o: SystemTopicOptions): string[] {
     assert(Number.isSafeInteger(o.defaultTopicQueueNums) && o.defaultTopicQueueNums > 0, "defaultTopicQueueNums must be a positive integer");
-    const next = new Map(this.#topics);
-    const added: string[] = [];
+    const added = new Map<string, TopicConfig>();
     for (const c of systemTopics(o)) {
       const bad = validateTopicName(c.topicName);
       assert(bad === null, `system topic name ${JSON.stringify(c.topicName)}: ${bad}`);
-      if (next.has(c.topicName)) continue;
-      next.set(c.topicName, Object.freeze(c));
-      added.push(c.topicName);
+      // The first of two with one name wins (a cluster named like its broker).
+      if (this.get(c.topicName) === undefined && !added.has(c.topicName)) added.set(c.topicName, c);
     }
-    if (added.length > 0) this.#commit(next, nextVersion(this.#version, this.#now()));
-    return added;
+    if (added.size > 0) this.put([...added.values()]);
+    return [...added.keys()];
   }
 
+  /** The GET_ALL_TOPIC_CONFIG body; a slave adopts it with `replaceAll` (Java `SlaveSynchronize.syncTopicConfig`). */
   wrapper(): TopicConfigWrapper {
-    return versionedTableBody(TOPIC_TABLE, this.#version, this.#topics) as unknown as TopicConfigWrapper;
-  }
-
-  /**
-   * A slave adopting its master's GET_ALL_TOPIC_CONFIG body: if the master's dataVersion differs,
-   * the whole table is replaced and the version adopted (Java `SlaveSynchronize.syncTopicConfig`).
-   * A body whose top level is malformed changes nothing; bad entries are skipped. Returns problems.
-   */
-  replaceAll(wrapper: unknown): string[] {
-    return adoptMasterTable(wrapper, TOPIC_TABLE, "topic config body", this.#version, (t, v) => this.#commit(t, v));
-  }
-
-  #commit(topics: Map<string, TopicConfig>, version: DataVersion): void {
-    persistConfigFile(this.#path, versionedTableBody(TOPIC_TABLE, version, topics));
-    this.#topics = topics;
-    this.#version = version;
+    return this.body() as unknown as TopicConfigWrapper;
   }
 }

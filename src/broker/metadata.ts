@@ -11,7 +11,9 @@
  *
  * Each file is written through `writeFileAtomic` (temp + fsync + `.bak` of the previous version +
  * rename) and read through `readFileWithBackup` with fastjson's unquoted numeric keys accepted.
- * The load outcomes and what each reports are tabled in `metadata-file.ts`. `load()` never throws
+ * The load outcomes and what each reports are tabled in `metadata-file.ts`; the scaffolding the
+ * managers share (load, dataVersion, write-through or dirty-flag persistence, a slave's adoption
+ * of its master's table) is written once in `metadata-table.ts`. `load()` never throws
  * on bad content: it returns problem strings and sets `loadedFrom`; "unreadable" means a file was
  * there but no copy parsed, and the caller decides whether to start with an empty table.
  *

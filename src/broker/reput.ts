@@ -4,7 +4,8 @@
  * the body, flag, sysFlag, born time and host, reconsume times and prepared offset of the stored
  * record, and name their target in the REAL_TOPIC / REAL_QID properties.
  */
-import { encodeProperties, MessageConst, setIndexedFields, type DecodedRecord, type PutMessageRequest } from "../commitlog/index.ts";
+import { MessageConst } from "../protocol/message-const.ts";
+import { encodeProperties, setIndexedFields, type DecodedRecord, type PutMessageRequest } from "../commitlog/index.ts";
 import { type Invalid } from "../common/invalid.ts";
 
 /** Where a parked record's message really goes (REAL_TOPIC / REAL_QID), or why it cannot be told. */

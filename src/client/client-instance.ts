@@ -9,7 +9,8 @@ import { networkInterfaces } from "node:os";
 import { jsonBytes, parseJsonBytes } from "../common/json.ts";
 import { scope, type Logger } from "../common/log.ts";
 import type { ClientTls, TlsVerify } from "../common/tls.ts";
-import { decodeRecordAt, MessageConst, parseProperties } from "../common/message-record.ts";
+import { MessageConst } from "../protocol/message-const.ts";
+import { decodeRecordAt, parseProperties } from "../common/message-record.ts";
 import {
   createRequest,
   createResponse,

@@ -10,9 +10,10 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import * as zlib from "node:zlib";
 import { decompress as fzstdDecompress } from "fzstd";
-import { encodeRecord, recordSize, SysFlag, type RecordInput } from "../common/message-record.ts";
+import { CompressionFlag, SysFlag } from "../protocol/sys-flag.ts";
+import { encodeRecord, recordSize, type RecordInput } from "../common/message-record.ts";
 import { fuzzIterations, fuzzSeed, parseHexFixture, prng } from "../../test/harness/fuzz.ts";
-import { CompressionFlag, decompressBody, lz4FrameDecompress, zstdDecompress } from "./compression.ts";
+import { decompressBody, lz4FrameDecompress, zstdDecompress } from "./compression.ts";
 import { decodeMessages } from "./message.ts";
 
 const DIR = join(import.meta.dir, "../../test/golden/compression");

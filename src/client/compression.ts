@@ -1,7 +1,7 @@
 /**
  * Decompression of pulled message bodies. A producer that compresses a body sets SYSFLAG bit 0
- * (SysFlag.COMPRESSED) and names the codec in bits 8-10 (the 5.x Java client; 4.x and this
- * library's Producer leave them 0, which means zlib):
+ * (SysFlag.COMPRESSED) and names the codec in bits 8-10 (CompressionFlag, src/protocol/sys-flag.ts;
+ * the 5.x Java client; 4.x and this library's Producer leave them 0, which means zlib):
  *
  *   SYSFLAG  31 ........ 11 | 10  9  8 | 7 .. 1 | 0
  *                           | codec    |        | COMPRESSED
@@ -31,17 +31,7 @@
  */
 import * as zlib from "node:zlib";
 import { decompress as fzstdDecompress } from "fzstd";
-
-export const CompressionFlag = {
-  /** Bits 8-10 of SYSFLAG: the codec of a COMPRESSED body. */
-  TYPE_MASK: 0x700,
-  TYPE_SHIFT: 8,
-  /** Codec numbers in those bits (Java's CompressionType values). */
-  ZLIB_LEGACY: 0,
-  LZ4: 1,
-  ZSTD: 2,
-  ZLIB: 3,
-} as const;
+import { CompressionFlag } from "../protocol/sys-flag.ts";
 
 /**
  * A decompressed body larger than this is refused (a zip bomb must not take the consumer down).

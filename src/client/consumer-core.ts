@@ -136,7 +136,7 @@ export async function pullOnce(
     nextBeginOffset: Number(ext.nextBeginOffset ?? offset),
     minOffset: Number(ext.minOffset ?? 0),
     maxOffset: Number(ext.maxOffset ?? 0),
-    suggestWhichBrokerId: Number(ext.suggestWhichBrokerId ?? 0),
+    suggestWhichBrokerId: Number(ext.suggestWhichBrokerId ?? MASTER_ID),
     messages: [] as MessageExt[],
   };
   switch (res.code) {

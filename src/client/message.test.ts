@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { MessageConst, parseProperties } from "../common/message-record.ts";
+import { MessageConst } from "../protocol/message-const.ts";
+import { parseProperties } from "../common/message-record.ts";
 import { buildProperties, createUniqId } from "./message.ts";
 
 describe("buildProperties", () => {

@@ -4,15 +4,9 @@
  * records a pull returns (compressed bodies through compression.ts: zlib, LZ4, ZSTD).
  */
 import { networkInterfaces } from "node:os";
-import {
-  createOffsetMsgId,
-  decodeRecordAt,
-  MessageConst,
-  NAME_VALUE_SEPARATOR,
-  parseProperties,
-  PROPERTY_SEPARATOR,
-  SysFlag,
-} from "../common/message-record.ts";
+import { MessageConst } from "../protocol/message-const.ts";
+import { SysFlag } from "../protocol/sys-flag.ts";
+import { createOffsetMsgId, decodeRecordAt, NAME_VALUE_SEPARATOR, parseProperties, PROPERTY_SEPARATOR } from "../common/message-record.ts";
 import { decompressBody } from "./compression.ts";
 
 export interface Message {

@@ -6,7 +6,8 @@
  */
 import { deflateSync } from "node:zlib";
 import { encodeMessageBatch } from "../common/message-batch.ts";
-import { MessageConst, SysFlag } from "../common/message-record.ts";
+import { MessageConst } from "../protocol/message-const.ts";
+import { SysFlag } from "../protocol/sys-flag.ts";
 import { RequestCode, ResponseCode, type ExtFields } from "../remoting/index.ts";
 import { ClientInstance, errText, type ClientInstanceOptions } from "./client-instance.ts";
 import { MQBrokerError, MQClientError } from "./errors.ts";

@@ -21,11 +21,16 @@ import { MQClientError } from "./errors.ts";
 import { decodeMessages, type Message, type MessageExt } from "./message.ts";
 import { Producer, type ProducerOptions, type SendResult } from "./producer.ts";
 import { MASTER_ID } from "../protocol/route.ts";
+import { SysFlag } from "../protocol/sys-flag.ts";
 
 export type TransactionState = "COMMIT" | "ROLLBACK" | "UNKNOWN";
 
 /** SysFlag transaction types sent as END_TRANSACTION's commitOrRollback. */
-const COMMIT_OR_ROLLBACK: Record<TransactionState, number> = { UNKNOWN: 0, COMMIT: 8, ROLLBACK: 12 };
+const COMMIT_OR_ROLLBACK: Record<TransactionState, number> = {
+  UNKNOWN: SysFlag.TRANSACTION_NOT_TYPE,
+  COMMIT: SysFlag.TRANSACTION_COMMIT_TYPE,
+  ROLLBACK: SysFlag.TRANSACTION_ROLLBACK_TYPE,
+};
 
 export interface TransactionProducerOptions extends ProducerOptions {
   /** Answers the broker's check-back of an open transaction; a throw counts as UNKNOWN. */

@@ -10,7 +10,9 @@
  */
 import { assert } from "../common/assert.ts";
 import type { Logger } from "../common/log.ts";
-import { decodeRecordAt, MessageConst, parseProperties, SysFlag, tagsHashCode, transactionType, type DecodedRecord } from "../common/message-record.ts";
+import { decodeRecordAt, parseProperties, tagsHashCode, type DecodedRecord } from "../common/message-record.ts";
+import { MessageConst } from "../protocol/message-const.ts";
+import { SysFlag, transactionType } from "../protocol/sys-flag.ts";
 import type { CommitLog } from "./commit-log.ts";
 import { CQ_FILLER_SIZE, type ConsumeQueue, type PutUnitSource } from "./consume-queue.ts";
 import type { ConsumeQueueTable } from "./consume-queue-table.ts";

@@ -20,7 +20,8 @@
  */
 import type { CorruptRange } from "./recovery.ts";
 import type { MappedFile } from "./mapped-file.ts";
-import { decodeRecordAt, MessageConst, parseProperties } from "../common/message-record.ts";
+import { MessageConst } from "../protocol/message-const.ts";
+import { decodeRecordAt, parseProperties } from "../common/message-record.ts";
 import type { IndexDispatch } from "./index-service.ts";
 
 /** What the catch-up reads and where it puts keys: the store's CommitLog, damage list and index. */

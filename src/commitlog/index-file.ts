@@ -62,6 +62,7 @@
  * counted entry not yet linked from its slot is merely unreachable too.
  */
 import { assert } from "../common/assert.ts";
+import { INT32_MAX } from "../common/int32.ts";
 import { nodeDisk, type SegmentFile, type StoreDisk } from "./disk.ts";
 import { javaStringHashCode, setInt64 } from "../common/message-record.ts";
 import { INDEX_ENTRY_SIZE_BYTES, INDEX_HEADER_SIZE_BYTES, INDEX_SLOT_SIZE_BYTES } from "../protocol/store-layout.ts";
@@ -89,7 +90,6 @@ export const INDEX_ENTRY_LAYOUT = {
   prevIndex: { offset: 16, size: 4 },
 } as const;
 
-const INT32_MAX = 0x7fffffff;
 /** Entries allocated ahead of the next one (≈3,300 keys per pwrite). */
 const ALLOCATE_AHEAD_BYTES = 64 * 1024;
 /** The largest pwrite of an allocation (the slot table is 20 MB by default). */

@@ -24,18 +24,13 @@
  * Files that fail validation at load are input (docs/CONVENTIONS.md §2): they are deleted and reported.
  */
 import { join } from "node:path";
+import { MessageConst } from "../protocol/message-const.ts";
+import { SysFlag, transactionType } from "../protocol/sys-flag.ts";
 import { nodeDisk, removeInterruptedCreates, type StoreDisk } from "./disk.ts";
 import { assertIndexGeometry, INDEX_NUM_DEFAULT, INDEX_SLOT_NUM_DEFAULT, IndexFile, indexKey, topicKeyHash } from "./index-file.ts";
 
 /** yyyyMMddHHmmssSSS: 17 digits. */
 export const INDEX_FILE_NAME_DIGITS = 17;
-
-/** Transaction bits of sysFlag (docs/PROTOCOL.md §4.2). */
-const TRANSACTION_MASK = 0xc;
-const TRANSACTION_PREPARED_TYPE = 0x4;
-const TRANSACTION_ROLLBACK_TYPE = 0xc;
-/** MessageConst.KEY_SEPARATOR: KEYS holds several keys separated by one space. */
-const KEY_SEPARATOR = " ";
 
 /** `epochMs` as yyyyMMddHHmmssSSS in local time (RocketMQ `UtilAll.timeMillisToHumanString`). */
 export function indexFileName(epochMs: number): string {
@@ -199,8 +194,8 @@ export class IndexService {
    */
   buildIndex(rec: IndexDispatch): void {
     this.#assertWritable();
-    const tx = rec.sysFlag & TRANSACTION_MASK;
-    if (tx === TRANSACTION_PREPARED_TYPE || tx === TRANSACTION_ROLLBACK_TYPE) return;
+    const tx = transactionType(rec.sysFlag);
+    if (tx === SysFlag.TRANSACTION_PREPARED_TYPE || tx === SysFlag.TRANSACTION_ROLLBACK_TYPE) return;
     // Most messages carry only a UNIQ_KEY: no set, no split for them.
     let keys: Iterable<string>;
     if (rec.keys === undefined) {
@@ -209,7 +204,7 @@ export class IndexService {
     } else {
       const set = new Set<string>();
       if (rec.uniqKey !== undefined && rec.uniqKey.length > 0) set.add(rec.uniqKey);
-      for (const k of rec.keys.split(KEY_SEPARATOR)) if (k.length > 0) set.add(k);
+      for (const k of rec.keys.split(MessageConst.PROPERTY_KEY_SEPARATOR)) if (k.length > 0) set.add(k);
       if (set.size === 0) return;
       keys = set;
     }

@@ -7,15 +7,9 @@
  * path always woke parked pulls, and also when those waits fail (the messages are stored).
  */
 import { AssertionError, assert } from "../common/assert.ts";
-import {
-  MessageConst,
-  parseProperties,
-  PROPERTIES_SIZE_MAX_BYTES,
-  recordSize,
-  SysFlag,
-  TOPIC_SIZE_MAX_BYTES,
-  transactionType,
-} from "../common/message-record.ts";
+import { parseProperties, PROPERTIES_SIZE_MAX_BYTES, recordSize, TOPIC_SIZE_MAX_BYTES } from "../common/message-record.ts";
+import { MessageConst } from "../protocol/message-const.ts";
+import { SysFlag, transactionType } from "../protocol/sys-flag.ts";
 import type { AppendResult, CommitLog, StoreRecordInput } from "./commit-log.ts";
 import type { DiskGuard } from "./disk-guard.ts";
 import type { Dispatcher } from "./dispatch.ts";

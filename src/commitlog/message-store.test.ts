@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { decodeRecordAt, javaStringHashCode, SysFlag } from "../common/message-record.ts";
+import { SysFlag } from "../protocol/sys-flag.ts";
+import { decodeRecordAt, javaStringHashCode } from "../common/message-record.ts";
 import { nodeDisk } from "./disk.ts";
 import { MessageStore, type MessageStoreOptions } from "./message-store.ts";
 import { message, tempStoreDir, testStoreOptions } from "./test-support.ts";

@@ -5,9 +5,10 @@
 import { afterEach, expect, test } from "bun:test";
 import { readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
+import { SysFlag } from "../protocol/sys-flag.ts";
 import { readPhysicalOffset } from "../common/message-record.ts";
 import { MessageStore, type MessageStoreOptions } from "./message-store.ts";
-import { SysFlag, tagsHashCode } from "../common/message-record.ts";
+import { tagsHashCode } from "../common/message-record.ts";
 import { message, tempStoreDir, testStoreOptions } from "./test-support.ts";
 
 const dirs: string[] = [];

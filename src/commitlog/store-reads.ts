@@ -5,15 +5,8 @@
  * skipped, and only when this process wrote it does it halt the write path (a bug).
  */
 import { AssertionError } from "../common/assert.ts";
-import {
-  decodeRecordAt,
-  isRecordOfUnit,
-  MessageConst,
-  OFFSET_STORE_TIMESTAMP,
-  parseProperties,
-  readTotalSize,
-  type DecodedRecord,
-} from "../common/message-record.ts";
+import { decodeRecordAt, isRecordOfUnit, OFFSET_STORE_TIMESTAMP, parseProperties, readTotalSize, type DecodedRecord } from "../common/message-record.ts";
+import { MessageConst } from "../protocol/message-const.ts";
 import type { CommitLog } from "./commit-log.ts";
 import { CQ_FILLER_SIZE, type ConsumeQueue } from "./consume-queue.ts";
 import type { ConsumeQueueTable } from "./consume-queue-table.ts";

@@ -5,7 +5,8 @@
  */
 import type { Clock } from "../common/clock.ts";
 import type { Logger } from "../common/log.ts";
-import { MessageConst, type HostAddress } from "../common/message-record.ts";
+import { type HostAddress } from "../common/message-record.ts";
+import { MessageConst } from "../protocol/message-const.ts";
 import type { FlushDiskType } from "../protocol/broker-config.ts";
 import type { AppendResult } from "./commit-log.ts";
 import type { StoreDisk } from "./disk.ts";

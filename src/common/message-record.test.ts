@@ -10,6 +10,8 @@
 import { fuzzIterations, fuzzSeed, parseHexFixture, prng, type Rng } from "../../test/harness/fuzz.ts";
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
+import { MessageConst } from "../protocol/message-const.ts";
+import { SysFlag } from "../protocol/sys-flag.ts";
 import {
   BLANK_MAGIC_CODE,
   BLANK_MARKER_SIZE,
@@ -24,7 +26,6 @@ import {
   javaStringHashCode,
   MESSAGE_MAGIC_CODE,
   MESSAGE_MAGIC_CODE_V2,
-  MessageConst,
   NAME_VALUE_SEPARATOR,
   OFFSET_BODY,
   OFFSET_BODY_CRC,
@@ -70,9 +71,7 @@ import {
   SIZE_SYS_FLAG,
   SIZE_TOPIC_LENGTH,
   SIZE_TOTAL_SIZE,
-  SysFlag,
   tagsHashCode,
-  transactionType,
   tryParseHostAddress,
   writeBlankMarker,
 } from "./message-record.ts";
@@ -217,23 +216,6 @@ describe("layout", () => {
     expect(MESSAGE_MAGIC_CODE_V2).toBe(0xdaa320ab | 0);
     expect(BLANK_MAGIC_CODE).toBe(0xcbd43194 | 0);
     expect(BLANK_MAGIC_CODE).toBe(-875286124);
-  });
-
-  test("sysflag bits and transaction type", () => {
-    expect(SysFlag).toMatchObject({
-      COMPRESSED: 0x1,
-      MULTI_TAGS: 0x2,
-      TRANSACTION_NOT_TYPE: 0,
-      TRANSACTION_PREPARED_TYPE: 0x4,
-      TRANSACTION_COMMIT_TYPE: 0x8,
-      TRANSACTION_ROLLBACK_TYPE: 0xc,
-      BORNHOST_V6: 0x10,
-      STOREHOST_V6: 0x20,
-    });
-    expect(transactionType(0x1 | 0x8 | 0x30)).toBe(SysFlag.TRANSACTION_COMMIT_TYPE);
-    expect(transactionType(0x301)).toBe(SysFlag.TRANSACTION_NOT_TYPE);
-    expect(transactionType(0xc)).toBe(SysFlag.TRANSACTION_ROLLBACK_TYPE);
-    expect(transactionType(0x4 | 0x2)).toBe(SysFlag.TRANSACTION_PREPARED_TYPE);
   });
 });
 

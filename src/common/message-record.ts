@@ -116,25 +116,14 @@ export const PROPERTIES_SIZE_MAX_BYTES = 32767;
 export const RECORD_SIZE_MAX_BYTES = 0x7fffffff;
 
 // ---------------------------------------------------------------------------------------------
-// SYSFLAG (docs/PROTOCOL.md §4.2)
+// SYSFLAG host bits (the rest of the bits: SysFlag, src/protocol/sys-flag.ts)
 
-export const SysFlag = {
-  COMPRESSED: 0x1,
-  MULTI_TAGS: 0x2,
-  TRANSACTION_NOT_TYPE: 0x0,
-  TRANSACTION_PREPARED_TYPE: 0x4,
-  TRANSACTION_COMMIT_TYPE: 0x8,
-  TRANSACTION_ROLLBACK_TYPE: 0xc,
-  /** Bits 2-3 hold the transaction type. */
-  TRANSACTION_TYPE_MASK: 0xc,
-  BORNHOST_V6: 0x10,
-  STOREHOST_V6: 0x20,
-} as const;
-
-/** The transaction type bits (one of SysFlag.TRANSACTION_*_TYPE). */
-export function transactionType(sysFlag: number): number {
-  return sysFlag & SysFlag.TRANSACTION_TYPE_MASK;
-}
+// These two decide the widths of BORNHOST and STOREHOST, so they belong to this layout; SysFlag
+// takes them from here (common/ cannot import protocol/).
+/** SysFlag.BORNHOST_V6: BORNHOST holds a 16-byte IPv6 address. */
+export const BORNHOST_V6_FLAG = 0x10;
+/** SysFlag.STOREHOST_V6: STOREHOST holds a 16-byte IPv6 address. */
+export const STOREHOST_V6_FLAG = 0x20;
 
 // ---------------------------------------------------------------------------------------------
 // Host addresses
@@ -344,9 +333,9 @@ export function encodeRecord(
   const v = view ?? new DataView(dst.buffer, dst.byteOffset, dst.byteLength);
   assert(v.buffer === dst.buffer && v.byteOffset === dst.byteOffset, "view must cover dst");
 
-  let sysFlag = input.sysFlag & ~(SysFlag.BORNHOST_V6 | SysFlag.STOREHOST_V6);
-  if (bornHost.ip.length === 16) sysFlag |= SysFlag.BORNHOST_V6;
-  if (storeHost.ip.length === 16) sysFlag |= SysFlag.STOREHOST_V6;
+  let sysFlag = input.sysFlag & ~(BORNHOST_V6_FLAG | STOREHOST_V6_FLAG);
+  if (bornHost.ip.length === 16) sysFlag |= BORNHOST_V6_FLAG;
+  if (storeHost.ip.length === 16) sysFlag |= STOREHOST_V6_FLAG;
   const crc = input.bodyCrc !== undefined ? input.bodyCrc & 0x7fffffff : bodyCrc(body);
 
   // TOTALSIZE is written last (below): until then the record reads as unwritten space, so a
@@ -478,8 +467,8 @@ export function decodeRecordAt(buf: Uint8Array, pos: number, opts: DecodeOptions
   if (totalSize > left) return { invalid: `total size ${totalSize} overruns buffer (${left} bytes left)` };
 
   const sysFlag = readInt32(buf, pos + OFFSET_SYS_FLAG);
-  const bornHostSize = sysFlag & SysFlag.BORNHOST_V6 ? SIZE_HOST_V6 : SIZE_HOST_V4;
-  const storeHostSize = sysFlag & SysFlag.STOREHOST_V6 ? SIZE_HOST_V6 : SIZE_HOST_V4;
+  const bornHostSize = sysFlag & BORNHOST_V6_FLAG ? SIZE_HOST_V6 : SIZE_HOST_V4;
+  const storeHostSize = sysFlag & STOREHOST_V6_FLAG ? SIZE_HOST_V6 : SIZE_HOST_V4;
   const fixed = RECORD_FIXED_SIZE_V4 - 2 * SIZE_HOST_V4 + bornHostSize + storeHostSize;
   if (totalSize < fixed) return { invalid: `total size ${totalSize} < ${fixed} (IPv6 hosts)` };
   // From here every read below stays inside [pos, pos + totalSize): fixed <= totalSize bounds the
@@ -573,7 +562,7 @@ export function readPhysicalOffset(buf: Uint8Array, pos: number): number {
 
 /** Honours BORNHOST_V6, which moves STORETIMESTAMP from 56 to 68. */
 export function readStoreTimestamp(buf: Uint8Array, pos: number): number {
-  const v6 = readInt32(buf, pos + OFFSET_SYS_FLAG) & SysFlag.BORNHOST_V6;
+  const v6 = readInt32(buf, pos + OFFSET_SYS_FLAG) & BORNHOST_V6_FLAG;
   return readInt64(buf, pos + (v6 ? OFFSET_STORE_TIMESTAMP + HOST_V6_EXTRA_SIZE : OFFSET_STORE_TIMESTAMP));
 }
 
@@ -616,42 +605,6 @@ function readHost(buf: Uint8Array, p: number, size: number, view: boolean): Host
 
 export const NAME_VALUE_SEPARATOR = "\u0001";
 export const PROPERTY_SEPARATOR = "\u0002";
-
-/** Well-known property keys; the values are the strings on the wire. */
-export const MessageConst = {
-  KEYS: "KEYS",
-  TAGS: "TAGS",
-  WAIT: "WAIT",
-  DELAY: "DELAY",
-  RETRY_TOPIC: "RETRY_TOPIC",
-  REAL_TOPIC: "REAL_TOPIC",
-  REAL_QID: "REAL_QID",
-  TRAN_MSG: "TRAN_MSG",
-  PGROUP: "PGROUP",
-  MIN_OFFSET: "MIN_OFFSET",
-  MAX_OFFSET: "MAX_OFFSET",
-  ORIGIN_MESSAGE_ID: "ORIGIN_MESSAGE_ID",
-  RECONSUME_TIME: "RECONSUME_TIME",
-  MAX_RECONSUME_TIMES: "MAX_RECONSUME_TIMES",
-  UNIQ_KEY: "UNIQ_KEY",
-  CLUSTER: "CLUSTER",
-  MSG_REGION: "MSG_REGION",
-  TRACE_ON: "TRACE_ON",
-  CONSUME_START_TIME: "CONSUME_START_TIME",
-  TRAN_PREPARED_QUEUE_OFFSET: "TRAN_PREPARED_QUEUE_OFFSET",
-  TRANSACTION_CHECK_TIMES: "TRANSACTION_CHECK_TIMES",
-  CHECK_IMMUNITY_TIME_IN_SECONDS: "CHECK_IMMUNITY_TIME_IN_SECONDS",
-  INSTANCE_ID: "INSTANCE_ID",
-  /** ali-ons setStartDeliverTime; the Apache broker stores it as a plain property. */
-  START_DELIVER_TIME: "__STARTDELIVERTIME",
-  /** ali-ons queue selection; a plain property for the broker. */
-  SHARDING_KEY: "__SHARDING_KEY",
-  TIMER_DELIVER_MS: "TIMER_DELIVER_MS",
-  TIMER_DELAY_SEC: "TIMER_DELAY_SEC",
-  TIMER_DELAY_MS: "TIMER_DELAY_MS",
-  /** Separates the keys inside KEYS. */
-  PROPERTY_KEY_SEPARATOR: " ",
-} as const;
 
 /**
  * Java form: `k\u0001v` entries joined with `\u0002`, no trailing separator. Written as given:

@@ -17,6 +17,7 @@ import { TLS_CLIENT_AUTHS, TLS_SERVER_MODES, type TlsSettings } from "../common/
 import { DEFAULT_MESSAGE_DELAY_LEVEL, parseDelayLevels } from "../protocol/delay-levels.ts";
 import { CQ_UNIT_SIZE, indexFileBytes, INDEX_ENTRY_SIZE_BYTES, INDEX_HEADER_SIZE_BYTES, INDEX_SLOT_SIZE_BYTES } from "../protocol/store-layout.ts";
 import { MASTER_ID } from "../protocol/route.ts";
+import { INT32_MAX } from "../common/int32.ts";
 
 export type Role = "namesrv" | "master" | "slave" | "standalone";
 export const ROLES: readonly Role[] = ["namesrv", "master", "slave", "standalone"];
@@ -147,9 +148,6 @@ export type KeyPath =
   | `admin.${keyof Config["admin"]}`;
 
 export type ConfigValue = string | number | boolean | HostPort | string[];
-
-/** Largest value a signed 32-bit wire or file field can carry (frame length, segment position). */
-export const INT32_MAX = 2147483647;
 
 /** Largest HA chunk a slave accepts (the slave side's limit; see src/ha/transfer.ts, which config may not import). */
 export const HA_CHUNK_MAX_BYTES = 16 * 1024 * 1024;
@@ -831,7 +829,7 @@ export function defaultConfig(role: Role): Config {
       namesrvAddr: [],
       brokerClusterName: "DefaultCluster",
       brokerName: "broker-a",
-      brokerId: slave ? 1 : 0,
+      brokerId: slave ? 1 : MASTER_ID,
       brokerRole: slave ? "SLAVE" : "ASYNC_MASTER",
       brokerIP1: "",
       haMasterAddress: "",

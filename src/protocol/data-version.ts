@@ -8,3 +8,12 @@ export interface DataVersion {
   readonly counter: number;
   readonly timestamp: number;
 }
+
+/** The version after a change made at `now` (Java `DataVersion.nextVersion`). */
+export function nextVersion(v: DataVersion, now: number): DataVersion {
+  return { counter: v.counter + 1, timestamp: now };
+}
+
+export function sameVersion(a: DataVersion, b: DataVersion): boolean {
+  return a.counter === b.counter && a.timestamp === b.timestamp;
+}

@@ -11,7 +11,7 @@
 import { expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";
 import type { MessageExt } from "rocketbun/client";
-import { SysFlag } from "../../src/common/message-record.ts";
+import { SysFlag } from "../../src/protocol/sys-flag.ts";
 import {
   Consumer as OnsConsumer,
   Message as OnsMessage,

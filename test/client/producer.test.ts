@@ -9,7 +9,8 @@ import { expect } from "bun:test";
 import { compatTest } from "../harness/compat.ts";
 import { deflateSync, inflateSync } from "node:zlib";
 import { MQBrokerError, MQClientError, Producer, type MessageExt, type MessageQueue, type SendResult } from "rocketbun/client";
-import { parseProperties, SysFlag } from "../../src/common/message-record.ts";
+import { SysFlag } from "../../src/protocol/sys-flag.ts";
+import { parseProperties } from "../../src/common/message-record.ts";
 import { Env, text, uniq, until } from "./support.ts";
 
 /** Each test is a row of docs/COMPATIBILITY.md (rocketbun-client against RocketBun). */

@@ -7,6 +7,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { decodeRecordAt, parseProperties, type DecodedRecord } from "../../src/commitlog/index.ts";
+import { PullSysFlag } from "../../src/protocol/pull-sys-flag.ts";
 import { createRequest, RequestCode, ResponseCode, type RemotingClient, type RemotingCommand } from "../../src/remoting/index.ts";
 import { ROOT, startRocketbun, waitFor } from "../harness/binary.ts";
 import { createTopicRequest, newClient } from "../harness/wire.ts";
@@ -14,8 +15,6 @@ import { createTopicRequest, newClient } from "../harness/wire.ts";
 const TEST_MIN = join(ROOT, "config", "test-min.yaml");
 const TOPIC = "DelayT";
 const TIMEOUT_MS = 3000;
-/** Pull flag: the request carries its subscription expression. */
-const PULL_SUBSCRIPTION = 4;
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -56,7 +55,7 @@ async function pull(c: RemotingClient, addr: string): Promise<DecodedRecord[]> {
     queueId: "1",
     queueOffset: "0",
     maxMsgNums: "32",
-    sysFlag: String(PULL_SUBSCRIPTION),
+    sysFlag: String(PullSysFlag.SUBSCRIPTION),
     commitOffset: "0",
     suspendTimeoutMillis: "0",
     subscription: "*",

@@ -7,7 +7,8 @@
  */
 import { expect, test } from "bun:test";
 import { TransactionProducer, type MessageExt, type TransactionState } from "rocketbun/client";
-import { decodeOffsetMsgId, SysFlag } from "../../src/common/message-record.ts";
+import { SysFlag } from "../../src/protocol/sys-flag.ts";
+import { decodeOffsetMsgId } from "../../src/common/message-record.ts";
 import { createRequest, RequestCode, ResponseCode } from "../../src/remoting/index.ts";
 import { dupes, Env, tempDirScope, text, uniq, until, within } from "../client/support.ts";
 

@@ -16,7 +16,7 @@
 import { type Context, Hono } from "hono";
 import type { Child } from "hono/jsx";
 import type { BrokerInfo } from "../../broker/index.ts";
-import { MessageConst } from "../../common/message-record.ts";
+import { MessageConst } from "../../broker/index.ts";
 import type { NamesrvInfo } from "../../namesrv/index.ts";
 import { ASSETS } from "../dashboard/assets.ts";
 import { configEntries, dlqTopics, groupRows, namesrvAddrs, topicRow, topicRows } from "../dashboard/data.ts";

@@ -12,7 +12,7 @@
  */
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { BrokerAdmin, StoredMessage } from "../../broker/index.ts";
-import { MessageConst } from "../../common/message-record.ts";
+import { MessageConst } from "../../broker/index.ts";
 import { ApiError, refusalError } from "../errors.ts";
 import { peerAddr } from "../peer.ts";
 import { errors, Int, IntQuery, json, jsonBody, needsBody, StoredMessageSchema, TopicName } from "../schemas.ts";

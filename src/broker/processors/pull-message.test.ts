@@ -4,7 +4,8 @@
  * waits for real time. test/integration/broker-wire.test.ts checks the same against the binary.
  */
 import { describe, expect, test } from "bun:test";
-import { decodeOffsetMsgId, SysFlag } from "../../commitlog/index.ts";
+import { SysFlag } from "../../protocol/sys-flag.ts";
+import { decodeOffsetMsgId } from "../../commitlog/index.ts";
 import { createRequest, RequestCode, ResponseCode, type RemotingCommand } from "../../remoting/index.ts";
 import {
   createTopicRequest,

@@ -28,6 +28,7 @@ import {
 } from "../../remoting/index.ts";
 import type { BrokerContext } from "../context.ts";
 import { PullSysFlag } from "../../protocol/pull-sys-flag.ts";
+import { MASTER_ID } from "../../protocol/route.ts";
 import { buildSubscription, isSupportedType, recordFilter, tagCodeFilter, unsupportedFilterRemark, type SubscriptionData } from "../subscription.ts";
 
 
@@ -183,7 +184,7 @@ export class PullMessageProcessor implements RequestProcessor {
 
   #response(cmd: RemotingCommand, code: number, next: number, r: GetMessageResult, slowBrokerId: number, groupBrokerId: number): RemotingCommand {
     const s = this.#ctx.settings;
-    const suggest = s.slaveReadEnable && r.suggestPullingFromSlave ? slowBrokerId : s.slaveReadEnable ? groupBrokerId : 0;
+    const suggest = s.slaveReadEnable && r.suggestPullingFromSlave ? slowBrokerId : s.slaveReadEnable ? groupBrokerId : MASTER_ID;
     const ext = {
       suggestWhichBrokerId: String(suggest),
       nextBeginOffset: String(next),

@@ -6,14 +6,14 @@
  * auto-created) → queue id → writable → retry/DLQ redirect → size limits → store. Every refusal
  * carries a remark that says what to change.
  */
+import { MessageConst } from "../../protocol/message-const.ts";
+import { SysFlag } from "../../protocol/sys-flag.ts";
 import {
   createOffsetMsgId,
   decodeMessageBatch,
   encodeProperties,
-  MessageConst,
   parseProperties,
   setIndexedFields,
-  SysFlag,
   tryParseHostAddress,
   type HostAddress,
   type PutMessageRequest,

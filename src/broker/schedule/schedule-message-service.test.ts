@@ -1,15 +1,8 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { rmSync } from "node:fs";
 import { scope } from "../../common/log.ts";
-import {
-  decodeRecordAt,
-  MessageStore,
-  parseProperties,
-  SysFlag,
-  tagsHashCode,
-  type DecodedRecord,
-  type PutMessageRequest,
-} from "../../commitlog/index.ts";
+import { SysFlag } from "../../protocol/sys-flag.ts";
+import { decodeRecordAt, MessageStore, parseProperties, tagsHashCode, type DecodedRecord, type PutMessageRequest } from "../../commitlog/index.ts";
 import { DelayOffsetManager, TopicConfigManager } from "../metadata.ts";
 import { SCHEDULE_TOPIC } from "../../protocol/topics.ts";
 import { message, tempStoreDir, testStoreOptions } from "../../commitlog/test-support.ts";

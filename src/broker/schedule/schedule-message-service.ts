@@ -57,14 +57,13 @@
  */
 import { nowOf, systemClock, type Clock, type TimerHandle } from "../../common/clock.ts";
 import type { Logger } from "../../common/log.ts";
+import { MessageConst } from "../../protocol/message-const.ts";
+import { SysFlag, transactionType } from "../../protocol/sys-flag.ts";
 import {
   decodeRecordAt,
   encodeProperties,
-  MessageConst,
   parseProperties,
-  SysFlag,
   tagsHashCode,
-  transactionType,
   type DecodedRecord,
   type GetMessageStatus,
   type MessageStore,
@@ -93,7 +92,7 @@ export const TIMER_HEAP_MAX_ENTRIES_DEFAULT = 1_000_000;
 /** Messages one queue delivers per pass before the others get their turn. */
 const DELIVER_BATCH_MAX = 256;
 /** Units read from a ConsumeQueue per store call. */
-const READ_BATCH = 32;
+const SCHEDULE_READ_BATCH = 32;
 
 export interface ScheduleOptions {
   /** Delay of each level in ms, level 1 first (from parseDelayLevels): 1..18 entries. */
@@ -286,7 +285,7 @@ export class ScheduleMessageService implements ScheduleHook {
     let done = 0;
     try {
       while (done < DELIVER_BATCH_MAX && !this.#stopped) {
-        const r = ctx.store.getMessage(SCHEDULE_TOPIC, qid, offset, READ_BATCH);
+        const r = ctx.store.getMessage(SCHEDULE_TOPIC, qid, offset, SCHEDULE_READ_BATCH);
         if (r.status === "OFFSET_OVERFLOW_BADLY" || (isEmpty(r.status) && offset > 0)) {
           // delayOffset.json is ahead of the queue (the store was replaced): follow the queue.
           this.#log.warn(`level ${level}: delay offset ${offset} is past the queue's end ${r.maxOffset}; reset to it`);
@@ -358,7 +357,7 @@ export class ScheduleMessageService implements ScheduleHook {
     let heap = this.#timers!;
     while (heap.size < this.#heapMax) {
       const from = heap.loadedUpTo;
-      const r = ctx.store.getMessage(SCHEDULE_TOPIC, TIMER_QUEUE_ID, from, Math.min(READ_BATCH, this.#heapMax - heap.size));
+      const r = ctx.store.getMessage(SCHEDULE_TOPIC, TIMER_QUEUE_ID, from, Math.min(SCHEDULE_READ_BATCH, this.#heapMax - heap.size));
       if (r.status === "OFFSET_OVERFLOW_BADLY" || (isEmpty(r.status) && from > 0)) {
         if (heap.size > 0) return;
         this.#log.warn(`timer queue: progress ${from} is past the queue's end ${r.maxOffset}; reset to it`);

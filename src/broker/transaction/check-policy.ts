@@ -19,7 +19,7 @@
  * copy's born time, so a transaction is checked every pass once it has timed out). An immunity
  * value of −1 or one that does not parse means "use transactionTimeOut", as in RocketMQ.
  */
-import { MessageConst } from "../../commitlog/index.ts";
+import { MessageConst } from "../../protocol/message-const.ts";
 import { checkTimesOf, parseLong } from "./half-message.ts";
 
 export type CheckDecision = "resolved" | "discard" | "stop" | "requeue" | "check";

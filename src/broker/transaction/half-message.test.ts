@@ -1,5 +1,7 @@
 import { describe, expect, test } from "bun:test";
-import { MessageConst, parseHostAddress, parseProperties, SysFlag, type DecodedRecord } from "../../commitlog/index.ts";
+import { MessageConst } from "../../protocol/message-const.ts";
+import { SysFlag } from "../../protocol/sys-flag.ts";
+import { parseHostAddress, parseProperties, type DecodedRecord } from "../../commitlog/index.ts";
 import { message } from "../../commitlog/test-support.ts";
 import {
   checkTimesOf,

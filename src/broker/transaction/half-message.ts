@@ -35,16 +35,9 @@
  * Invariants: origin ≤ copy offset; a copy's origin names a record in the half queue that was
  * appended before it; an op names a copy that existed when the op was written.
  */
-import {
-  encodeProperties,
-  MessageConst,
-  parseProperties,
-  SysFlag,
-  transactionType,
-  type DecodedRecord,
-  type HostAddress,
-  type PutMessageRequest,
-} from "../../commitlog/index.ts";
+import { MessageConst } from "../../protocol/message-const.ts";
+import { SysFlag, transactionType } from "../../protocol/sys-flag.ts";
+import { encodeProperties, parseProperties, type DecodedRecord, type HostAddress, type PutMessageRequest } from "../../commitlog/index.ts";
 import { type Invalid } from "../../common/invalid.ts";
 import { putRequestFromRecord, realQueueOf } from "../reput.ts";
 

@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { rmSync } from "node:fs";
 import { scope } from "../../common/log.ts";
-import { decodeRecordAt, MessageStore, parseHostAddress, parseProperties, SysFlag, type DecodedRecord } from "../../commitlog/index.ts";
+import { SysFlag } from "../../protocol/sys-flag.ts";
+import { decodeRecordAt, MessageStore, parseHostAddress, parseProperties, type DecodedRecord } from "../../commitlog/index.ts";
 import { ConsumerOffsetManager } from "../metadata.ts";
 import { TRANS_CHECK_MAX_TIME_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC, type TopicConfig } from "../../protocol/topics.ts";
 import { message, tempStoreDir, testStoreOptions } from "../../commitlog/test-support.ts";

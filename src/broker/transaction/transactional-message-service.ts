@@ -31,14 +31,14 @@
  */
 import { systemClock, type Clock, type TimerHandle } from "../../common/clock.ts";
 import type { Logger } from "../../common/log.ts";
+import { MessageConst } from "../../protocol/message-const.ts";
+import { SysFlag } from "../../protocol/sys-flag.ts";
 import {
   createOffsetMsgId,
   decodeRecordAt,
   encodeRecord,
-  MessageConst,
   parseProperties,
   recordSize,
-  SysFlag,
   type DecodedRecord,
   type HostAddress,
   type MessageStore,
@@ -74,7 +74,8 @@ const RESOLVED_MAX = 262_144;
 const PASS_RECORDS_MAX = 10_000;
 /** Time one pass may take (RocketMQ's MAX_PROCESS_TIME_LIMIT). */
 const PASS_TIME_MAX_MS = 60_000;
-const READ_BATCH = 32;
+/** Units read from the half or op queue per store call (its own choice: the schedule service's happens to be the same). */
+const TRANSACTION_READ_BATCH = 32;
 
 export interface TransactionOptions {
   checkIntervalMs: number;
@@ -266,7 +267,7 @@ export class TransactionalMessageService {
   #loadOps(cursor = 0): void {
     const ctx = this.#need();
     for (;;) {
-      const r = ctx.store.getMessage(TRANS_OP_HALF_TOPIC, OP_QUEUE_ID, this.#opReadUpTo, READ_BATCH);
+      const r = ctx.store.getMessage(TRANS_OP_HALF_TOPIC, OP_QUEUE_ID, this.#opReadUpTo, TRANSACTION_READ_BATCH);
       if (r.status === "OFFSET_TOO_SMALL" || r.status === "NO_MATCHED_MESSAGE" || r.status === "MESSAGE_WAS_REMOVING") {
         if (r.nextBeginOffset <= this.#opReadUpTo) return;
         this.#opReadUpTo = r.nextBeginOffset;
@@ -345,7 +346,7 @@ export class TransactionalMessageService {
           result.more = true;
           break;
         }
-        const r = ctx.store.getMessage(TRANS_HALF_TOPIC, HALF_QUEUE_ID, cursor, READ_BATCH);
+        const r = ctx.store.getMessage(TRANS_HALF_TOPIC, HALF_QUEUE_ID, cursor, TRANSACTION_READ_BATCH);
         if (r.status === "OFFSET_TOO_SMALL" || r.status === "NO_MATCHED_MESSAGE" || r.status === "MESSAGE_WAS_REMOVING") {
           if (r.nextBeginOffset <= cursor) break;
           cursor = r.nextBeginOffset;
