@@ -11,7 +11,7 @@
  * Also here: request builders as the clients write them (SEND_MESSAGE_V2 with one-letter fields,
  * PULL_MESSAGE, HEART_BEAT, UPDATE_AND_CREATE_TOPIC) and a decoder for pull bodies.
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { appendFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { SimClock, type ClockView } from "../common/sim-clock.ts";
@@ -37,6 +37,22 @@ import { BrokerController, type BrokerOptions } from "./broker.ts";
 import { PullSysFlag } from "../protocol/pull-sys-flag.ts";
 
 export const FIXTURE_HOST = "127.0.0.1";
+
+/**
+ * When this environment variable names a file, every fixture broker appends to it at stop one JSON
+ * line per request code its request pipeline answered: `{"code":10,"responses":{"SUCCESS":3}}`
+ * (the broker's own RequestStats, so a request counts only when the broker served it).
+ * processors/in-process-coverage.test.ts runs the in-process tests with it set.
+ */
+export const FIXTURE_CODES_ENV = "ROCKETBUN_FIXTURE_CODES";
+
+/** Appends the request codes the broker answered to the file FIXTURE_CODES_ENV names, if any. */
+function recordAnsweredCodes(controller: BrokerController): void {
+  const file = process.env[FIXTURE_CODES_ENV];
+  if (!file) return;
+  const lines = controller.info.requestStats().codes.map((c) => JSON.stringify({ code: c.code, responses: c.responses }));
+  if (lines.length > 0) appendFileSync(file, lines.join("\n") + "\n");
+}
 export const FIXTURE_PORT = 10911;
 
 export interface InProcessBrokerOptions {
@@ -168,6 +184,7 @@ export class InProcessBroker implements AsyncDisposable {
   async stop(): Promise<void> {
     if (this.#stopped) return;
     this.#stopped = true;
+    recordAnsweredCodes(this.controller);
     // The broker first: its stop answers the pulls still parked, as a real shutdown does.
     await this.controller.stop();
     for (const c of this.#clients.splice(0)) await c.close();
