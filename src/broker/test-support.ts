@@ -34,6 +34,7 @@ import {
 import { decodeRegisterBrokerBody } from "../protocol/register-broker-body.ts";
 import { MemNetwork, recordingLogger } from "../remoting/test-support.ts";
 import { BrokerController, type BrokerOptions } from "./broker.ts";
+import { V1_TO_V2 } from "./processors/send-message.ts";
 import { PullSysFlag } from "../protocol/pull-sys-flag.ts";
 
 export const FIXTURE_HOST = "127.0.0.1";
@@ -235,6 +236,20 @@ export function sendV2Request(topic: string, body: string | Uint8Array, o: SendO
   };
   if (o.maxReconsumeTimes !== undefined) ext.l = String(o.maxReconsumeTimes);
   return createRequest(RequestCode.SEND_MESSAGE_V2, ext, typeof body === "string" ? enc.encode(body) : body);
+}
+
+/**
+ * The same send with SendMessageRequestHeader's long field names under `code`: SEND_MESSAGE (the
+ * default, as older clients and ali-ons' V1 path write it) or SEND_REPLY_MESSAGE.
+ */
+export function sendV1Request(topic: string, body: string | Uint8Array, o: SendOptions = {}, code: number = RequestCode.SEND_MESSAGE): RemotingCommand {
+  const v2 = sendV2Request(topic, body, o);
+  const ext: Record<string, string> = {};
+  for (const [long, short] of Object.entries(V1_TO_V2)) {
+    const v = v2.extFields![short];
+    if (v !== undefined) ext[long] = v;
+  }
+  return createRequest(code, ext, v2.body);
 }
 
 /** SEND_BATCH_MESSAGE: one queue, the entries' own properties (tags, keys). */
