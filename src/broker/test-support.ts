@@ -9,7 +9,8 @@
  * metadata managers do not take the disk seam.
  *
  * Also here: request builders as the clients write them (SEND_MESSAGE_V2 with one-letter fields,
- * PULL_MESSAGE, HEART_BEAT, UPDATE_AND_CREATE_TOPIC) and a decoder for pull bodies.
+ * SEND_MESSAGE with the long ones, PULL_MESSAGE, HEART_BEAT, UPDATE_AND_CREATE_TOPIC) and a decoder
+ * for pull bodies; and the record of the request codes each fixture broker served (FIXTURE_CODES_ENV).
  */
 import { appendFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
