@@ -160,6 +160,38 @@ describe("ACL admin with ACL on", () => {
   });
 });
 
+test("the other processors' admin-only writes: refused to a non-admin account (nothing changes), done for an admin", async () => {
+  const { b } = start();
+  await using _ = b;
+  const enc = new TextEncoder();
+  const group = (who: AclCredentials) => {
+    const cmd = createRequest(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, {}, enc.encode(JSON.stringify({ groupName: "AclG" })));
+    signRequest(cmd, who);
+    return cmd;
+  };
+  const topic = (who: AclCredentials) =>
+    signed(RequestCode.UPDATE_AND_CREATE_TOPIC, { topic: "AclNewT", readQueueNums: "1", writeQueueNums: "1", perm: "6" }, who);
+  const deleteGroup = (who: AclCredentials) => signed(RequestCode.DELETE_SUBSCRIPTIONGROUP, { groupName: "AclG" }, who);
+  for (const [code, cmd] of [
+    [RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, group(NORMAL)],
+    [RequestCode.UPDATE_AND_CREATE_TOPIC, topic(NORMAL)],
+  ] as const) {
+    expect(answer(await b.call(cmd))).toEqual({
+      code: ResponseCode.SYSTEM_ERROR,
+      remark: `${ACL_EXCEPTION}Need admin permission for request code=${code}, but accessKey=normaluser is not`,
+    });
+  }
+  expect([b.controller.info.group("AclG"), b.controller.info.topic("AclNewT")]).toEqual([undefined, undefined]);
+  expect((await b.call(group(ADMIN))).code).toBe(ResponseCode.SUCCESS);
+  expect((await b.call(topic(ADMIN))).code).toBe(ResponseCode.SUCCESS);
+  expect(b.controller.info.group("AclG")?.groupName).toBe("AclG");
+  expect(b.controller.info.topic("AclNewT")?.writeQueueNums).toBe(1);
+  expect((await b.call(deleteGroup(NORMAL))).code).toBe(ResponseCode.SYSTEM_ERROR);
+  expect(b.controller.info.group("AclG")?.groupName).toBe("AclG");
+  expect((await b.call(deleteGroup(ADMIN))).code).toBe(ResponseCode.SUCCESS);
+  expect(b.controller.info.group("AclG")).toBeUndefined();
+});
+
 test("with ACL off each request says that ACL is off, with Java's failure code; the file is not touched", async () => {
   const { b, file } = start(false);
   await using _ = b;
