@@ -9,9 +9,10 @@
  * metadata managers do not take the disk seam.
  *
  * Also here: request builders as the clients write them (SEND_MESSAGE_V2 with one-letter fields,
- * PULL_MESSAGE, HEART_BEAT, UPDATE_AND_CREATE_TOPIC) and a decoder for pull bodies.
+ * SEND_MESSAGE with the long ones, PULL_MESSAGE, HEART_BEAT, UPDATE_AND_CREATE_TOPIC) and a decoder
+ * for pull bodies; and the record of the request codes each fixture broker served (FIXTURE_CODES_ENV).
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { appendFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { SimClock, type ClockView } from "../common/sim-clock.ts";
@@ -34,9 +35,26 @@ import {
 import { decodeRegisterBrokerBody } from "../protocol/register-broker-body.ts";
 import { MemNetwork, recordingLogger } from "../remoting/test-support.ts";
 import { BrokerController, type BrokerOptions } from "./broker.ts";
+import { V1_TO_V2 } from "./processors/send-message.ts";
 import { PullSysFlag } from "../protocol/pull-sys-flag.ts";
 
 export const FIXTURE_HOST = "127.0.0.1";
+
+/**
+ * When this environment variable names a file, every fixture broker appends to it at stop one JSON
+ * line per request code its request pipeline answered: `{"code":10,"responses":{"SUCCESS":3}}`
+ * (the broker's own RequestStats, so a request counts only when the broker served it).
+ * processors/in-process-coverage.test.ts runs the in-process tests with it set.
+ */
+export const FIXTURE_CODES_ENV = "ROCKETBUN_FIXTURE_CODES";
+
+/** Appends the request codes the broker answered to the file FIXTURE_CODES_ENV names, if any. */
+function recordAnsweredCodes(controller: BrokerController): void {
+  const file = process.env[FIXTURE_CODES_ENV];
+  if (!file) return;
+  const lines = controller.info.requestStats().codes.map((c) => JSON.stringify({ code: c.code, responses: c.responses }));
+  if (lines.length > 0) appendFileSync(file, lines.join("\n") + "\n");
+}
 export const FIXTURE_PORT = 10911;
 
 export interface InProcessBrokerOptions {
@@ -168,6 +186,7 @@ export class InProcessBroker implements AsyncDisposable {
   async stop(): Promise<void> {
     if (this.#stopped) return;
     this.#stopped = true;
+    recordAnsweredCodes(this.controller);
     // The broker first: its stop answers the pulls still parked, as a real shutdown does.
     await this.controller.stop();
     for (const c of this.#clients.splice(0)) await c.close();
@@ -218,6 +237,20 @@ export function sendV2Request(topic: string, body: string | Uint8Array, o: SendO
   };
   if (o.maxReconsumeTimes !== undefined) ext.l = String(o.maxReconsumeTimes);
   return createRequest(RequestCode.SEND_MESSAGE_V2, ext, typeof body === "string" ? enc.encode(body) : body);
+}
+
+/**
+ * The same send with SendMessageRequestHeader's long field names under `code`: SEND_MESSAGE (the
+ * default, as older clients and ali-ons' V1 path write it) or SEND_REPLY_MESSAGE.
+ */
+export function sendV1Request(topic: string, body: string | Uint8Array, o: SendOptions = {}, code: number = RequestCode.SEND_MESSAGE): RemotingCommand {
+  const v2 = sendV2Request(topic, body, o);
+  const ext: Record<string, string> = {};
+  for (const [long, short] of Object.entries(V1_TO_V2)) {
+    const v = v2.extFields![short];
+    if (v !== undefined) ext[long] = v;
+  }
+  return createRequest(code, ext, v2.body);
 }
 
 /** SEND_BATCH_MESSAGE: one queue, the entries' own properties (tags, keys). */

@@ -299,6 +299,9 @@ export class AdminProcessor implements RequestProcessor {
       const allBelow = queueIds.every((q) => {
         const max = store.getMaxOffsetInQueue(topic, q);
         if (max <= 0) return false;
+        // Retention moves a queue's min offset past every unit pointing below the CommitLog's
+        // minimum, so a queue it emptied has min = max and its last unit is no longer readable.
+        if (store.getMinOffsetInQueue(topic, q) >= max) return true;
         const last = store.getCommitLogOffsetInQueue(topic, q, max - 1);
         return last >= 0 && last < min;
       });

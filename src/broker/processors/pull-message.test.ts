@@ -6,6 +6,7 @@
 import { describe, expect, test } from "bun:test";
 import { SysFlag } from "../../protocol/sys-flag.ts";
 import { decodeOffsetMsgId } from "../../commitlog/index.ts";
+import { PullSysFlag } from "../../protocol/pull-sys-flag.ts";
 import { createRequest, RequestCode, ResponseCode, type RemotingCommand } from "../../remoting/index.ts";
 import {
   createTopicRequest,
@@ -232,5 +233,30 @@ describe("long polling", () => {
     const stopping = b.stop();
     expectPull(await parked.result, ResponseCode.PULL_NOT_FOUND, { next: 1 });
     await stopping;
+  });
+});
+
+describe("LITE_PULL_MESSAGE", () => {
+  const litePull = (o: Parameters<typeof pullRequest>[1]) => {
+    const cmd = pullRequest("LP", { group: "LiteGroup", ...o });
+    cmd.code = RequestCode.LITE_PULL_MESSAGE;
+    cmd.extFields!.sysFlag = String(Number(cmd.extFields!.sysFlag) | PullSysFlag.LITE_PULL);
+    return cmd;
+  };
+
+  test("the 5.x lite pull is answered as a pull: found, not found, offset moved, and its commit offset is stored", async () => {
+    await using b = InProcessBroker.start();
+    await b.ok(createTopicRequest("LP", 1));
+    expectPull(await b.call(litePull({})), ResponseCode.PULL_NOT_FOUND, { next: 0, max: 0 });
+    for (const m of ["a", "b", "c"]) await b.ok(sendV2Request("LP", m));
+    const found = await b.call(litePull({ max: 2 }));
+    expectPull(found, ResponseCode.SUCCESS, { next: 2, min: 0, max: 3 });
+    expect(pulledRecords(found).map(text)).toEqual(["a", "b"]);
+    expectPull(await b.call(litePull({ offset: 9 })), ResponseCode.PULL_OFFSET_MOVED, { next: 3 });
+
+    const withCommit = await b.call(litePull({ offset: 2, sysFlag: PULL_SUBSCRIPTION | PULL_COMMIT_OFFSET, commitOffset: 2 }));
+    expect(pulledRecords(withCommit).map(text)).toEqual(["c"]);
+    const q = await b.ok(createRequest(RequestCode.QUERY_CONSUMER_OFFSET, { consumerGroup: "LiteGroup", topic: "LP", queueId: "0" }));
+    expect(q.extFields!.offset).toBe("2");
   });
 });

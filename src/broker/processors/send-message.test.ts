@@ -5,10 +5,10 @@
  * test/integration/broker-wire.test.ts checks the same wire behaviour against the binary.
  */
 import { describe, expect, test } from "bun:test";
-import { parseProperties } from "../../commitlog/index.ts";
+import { decodeOffsetMsgId, parseProperties } from "../../commitlog/index.ts";
 import { SIM_EPOCH_MS } from "../../common/sim-clock.ts";
-import { RequestCode, ResponseCode, type RemotingCommand } from "../../remoting/index.ts";
-import { createTopicRequest, InProcessBroker, pulledRecords, pullRequest, sendBatchRequest, sendV2Request } from "../test-support.ts";
+import { createRequest, RequestCode, ResponseCode, type RemotingCommand } from "../../remoting/index.ts";
+import { createTopicRequest, InProcessBroker, pulledRecords, pullRequest, sendBatchRequest, sendV1Request, sendV2Request } from "../test-support.ts";
 
 const dec = new TextDecoder();
 const text = (r: { body: Uint8Array }) => dec.decode(r.body);
@@ -198,5 +198,62 @@ describe("send processor", () => {
     const badQueue = sendV2Request("S", "x");
     badQueue.extFields!.e = "one";
     expectCode(await b.call(badQueue), ResponseCode.SYSTEM_ERROR, "queueId");
+  });
+});
+
+describe("SEND_MESSAGE (the long header names)", () => {
+  test("stored as the V2 send would be; the one-letter names alone are not read", async () => {
+    await using b = InProcessBroker.start();
+    await b.ok(createTopicRequest("V1", 2));
+    const res = await b.call(sendV1Request("V1", "long names", { queueId: 1, tags: "TagA", keys: "k1" }));
+    expectCode(res, ResponseCode.SUCCESS);
+    expect(res.extFields).toMatchObject({ queueId: "1", queueOffset: "0" });
+    const [r] = pulledRecords(await b.call(pullRequest("V1", { queueId: 1 })));
+    expect([text(r!), parseProperties(r!.properties).TAGS, parseProperties(r!.properties).KEYS]).toEqual(["long names", "TagA", "k1"]);
+    const shortNames = sendV2Request("V1", "x");
+    shortNames.code = RequestCode.SEND_MESSAGE;
+    expectCode(await b.call(shortNames), ResponseCode.SYSTEM_ERROR, "the custom field <producerGroup> is null");
+  });
+});
+
+describe("CONSUMER_SEND_MSG_BACK", () => {
+  /** A message sent to T and its CommitLog offset (from its offset msgId). */
+  async function sent(b: InProcessBroker, body: string) {
+    const res = await b.ok(sendV2Request("T", body, { tags: "TagA" }));
+    const id = decodeOffsetMsgId(res.extFields!.msgId!);
+    if ("invalid" in id) throw new Error(id.invalid);
+    return { msgId: res.extFields!.msgId!, offset: id.offset };
+  }
+  const back = (offset: number, delayLevel: number, group = "CG") =>
+    createRequest(RequestCode.CONSUMER_SEND_MSG_BACK, { offset: String(offset), group, delayLevel: String(delayLevel), originMsgId: "X", originTopic: "T" });
+  const records = async (b: InProcessBroker, topic: string) => pulledRecords(await b.call(pullRequest(topic, { group: "Reader" })));
+
+  test("a consumed message goes to %RETRY%<group> once its delay level is due, one reconsume more, its origin named", async () => {
+    await using b = InProcessBroker.start();
+    await b.ok(createTopicRequest("T", 1));
+    const m = await sent(b, "retry me");
+    expectCode(await b.call(back(m.offset, 1)), ResponseCode.SUCCESS);
+    expect(await records(b, "%RETRY%CG")).toEqual([]);
+    await b.advance(1200);
+    const [r] = await records(b, "%RETRY%CG");
+    expect([text(r!), r!.reconsumeTimes]).toEqual(["retry me", 1]);
+    expect(parseProperties(r!.properties)).toMatchObject({ RETRY_TOPIC: "T", ORIGIN_MESSAGE_ID: m.msgId, TAGS: "TagA" });
+    expect(b.controller.info.topic("%RETRY%CG")).toMatchObject({ readQueueNums: 1, writeQueueNums: 1 });
+  });
+
+  test("delayLevel -1 goes straight to %DLQ%<group> queue 0; an offset with no message and a slave are refused", async () => {
+    await using b = InProcessBroker.start();
+    await b.ok(createTopicRequest("T", 1));
+    const m = await sent(b, "dead");
+    expectCode(await b.call(back(m.offset, -1)), ResponseCode.SUCCESS);
+    expect((await records(b, "%DLQ%CG")).map(text)).toEqual(["dead"]);
+    expectCode(await b.call(back(999_999, 1)), ResponseCode.SYSTEM_ERROR, "look message by offset failed, 999999");
+    const noGroup = back(m.offset, 1);
+    delete noGroup.extFields!.group;
+    expectCode(await b.call(noGroup), ResponseCode.SYSTEM_ERROR, "the custom field <group> is null");
+    expect((await records(b, "%DLQ%CG")).map(text)).toEqual(["dead"]);
+
+    await using slave = InProcessBroker.start({ role: "slave" });
+    expectCode(await slave.call(back(m.offset, 1)), ResponseCode.SERVICE_NOT_AVAILABLE, "is a slave");
   });
 });

@@ -67,7 +67,7 @@ export interface SendHeader {
 }
 
 /** SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE carry the same fields under one-letter names (Java's SendMessageRequestHeaderV2). */
-const V1_TO_V2 = {
+export const V1_TO_V2 = {
   producerGroup: "a",
   topic: "b",
   defaultTopic: "c",
