@@ -141,7 +141,13 @@ export class InProcessBroker implements AsyncDisposable {
 
   /** A new client with its own connection (as a separate client process). */
   client(onRequest?: (conn: RemotingConnection, cmd: RemotingCommand) => void): RemotingClient {
-    const c = new RemotingClient({ ...REMOTING_CLIENT_DEFAULTS, log: this.log, network: this.network, ...(onRequest ? { onRequest } : {}) });
+    const c = new RemotingClient({
+      ...REMOTING_CLIENT_DEFAULTS,
+      log: this.log,
+      clock: this.clock,
+      network: this.network,
+      ...(onRequest ? { onRequest } : {}),
+    });
     this.#clients.push(c);
     return c;
   }
