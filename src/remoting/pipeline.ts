@@ -23,8 +23,9 @@
  *      sent, refusals and errors included), a processor that answered null. It has already been
  *      encoded into the connection's buffer: changing it changes nothing.
  *   4. `elapsedMs` runs from the dispatch of the frame to that point, so a parked pull's includes
- *      the time it was parked. It costs two performance.now() calls per request, made only when
- *      some hook has an `after`.
+ *      the time it was parked, on the server's clock (performance.now on the system clock,
+ *      simulated time in test/sim). It costs two readings per request, made only when some hook
+ *      has an `after`.
  *   5. An after-hook that throws is logged (rate-limited, by hook name) and the others still run.
  *   6. Hooks run synchronously on the event loop. The send path costs ~12 µs of server CPU per
  *      message, so a hook must not allocate per request nor block; it may keep per-code state
