@@ -4,6 +4,7 @@
  * on the next call after it breaks. Requests from the server side (e.g. NOTIFY_CONSUMER_IDS_CHANGED)
  * go to `onRequest`.
  */
+import { assert } from "../common/assert.ts";
 import { systemClock, type Clock, type TimerHandle } from "../common/clock.ts";
 import type { Logger } from "../common/log.ts";
 import type { ClientTls } from "../common/tls.ts";
@@ -53,6 +54,8 @@ export class RemotingClient {
     if (this.#closed) return Promise.reject(new RemotingClosedError("client closed"));
     const existing = this.#connections.get(addr);
     if (existing) return existing;
+    // An open connection keeps its entry in #connections until it closes (then both go).
+    assert(!this.#open.has(addr), "{}: an open connection without its entry", addr);
     const p = this.#connect(addr);
     this.#connections.set(addr, p);
     p.then(

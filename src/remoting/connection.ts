@@ -208,6 +208,8 @@ export class RemotingConnection {
       this.#opts.onRequest(this, cmd);
     }
     if (i > 0 && !this.#closed) this.#held.splice(0, i);
+    assert(this.#heldBytes >= 0, "held request bodies counted {} bytes on {}", this.#heldBytes, this.remoteAddress);
+    assert(this.#held.length > 0 || this.#heldBytes === 0, "{} body bytes counted for no held request on {}", this.#heldBytes, this.remoteAddress);
   }
 
   /** Socket `close`/`error` handler, and our own close. Idempotent. */
@@ -278,9 +280,12 @@ export class RemotingConnection {
   }
 
   #queued(n: number): boolean {
+    // send/sendBytes return on a closed connection, and #reserve returns false when it closes one.
+    assert(!this.#closed, "a frame queued on closed connection {}", this.remoteAddress);
     this.activity++;
     this.#queuedBytes += n;
     this.#queuedFrames++;
+    assert(this.#queuedBytes <= this.#out.length, "{} bytes queued in an out buffer of {}", this.#queuedBytes, this.#out.length);
     // Enough for one write already: send it now instead of at the end of the turn, so the peer
     // starts on the first part of a burst while this side still encodes the rest (with 32 sends
     // in flight, client and broker otherwise take turns on a 2-core machine instead of overlapping).
@@ -303,8 +308,12 @@ export class RemotingConnection {
     if (this.#closed) return Promise.reject(new RemotingClosedError(`connection to ${this.remoteAddress} closed`));
     return new Promise<RemotingCommand>((resolve, reject) => {
       const deadline = this.#now() + timeoutMs;
+      const waiting = this.#pending.size;
       this.#pending.set(cmd.opaque, { resolve, reject, deadline, code: cmd.code, timeoutMs });
+      // A reused opaque would take the place of the request waiting under it, which would then never settle.
+      assert(this.#pending.size === waiting + 1, "opaque {} is already waiting for its response on {}", cmd.opaque, this.remoteAddress);
       if (deadline < this.#timeoutAt) this.#armTimeout(deadline);
+      assert(this.#timeoutAt <= deadline, "the request timer is armed for {}, after the deadline {}", this.#timeoutAt, deadline);
       if (!this.send(cmd)) {
         this.#pending.delete(cmd.opaque);
         reject(new RemotingClosedError(`connection to ${this.remoteAddress} closed`));
@@ -321,6 +330,8 @@ export class RemotingConnection {
 
   /** Fails every request past its deadline and re-arms for the earliest one left. */
   #expire(): void {
+    // handleClosed cancels the timer: a closed connection has nothing pending.
+    assert(!this.#closed, "the request timer fired on closed connection {}", this.remoteAddress);
     this.#timeoutTimer = null;
     this.#timeoutAt = Infinity;
     const now = this.#now();
@@ -353,6 +364,7 @@ export class RemotingConnection {
       this.handleClosed();
       return;
     }
+    assert(written <= n, "the socket took {} bytes of a write of {}", written, n);
     this.#queuedFrames = 0;
     if (written < n) {
       // The rest waits for drain, at the front of the buffer.

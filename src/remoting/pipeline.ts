@@ -31,8 +31,9 @@
  *      message, so a hook must not allocate per request nor block; it may keep per-code state
  *      created once (request-stats.ts: typed arrays per code).
  */
+import { assert } from "../common/assert.ts";
 import type { Logger } from "../common/log.ts";
-import type { RemotingCommand } from "./command.ts";
+import { isResponse, type RemotingCommand } from "./command.ts";
 import type { RemotingConnection } from "./connection.ts";
 
 export interface RequestHook {
@@ -67,7 +68,17 @@ export class RequestPipeline {
     const hooks = this.#before;
     for (let i = 0; i < hooks.length; i++) {
       const refused = hooks[i]!.before!(conn, cmd);
-      if (refused) return refused;
+      if (refused) {
+        // Contract 1: a refusal is made with createResponse, so it answers this very request.
+        assert(
+          refused.opaque === cmd.opaque && isResponse(refused),
+          "before-hook {} refused opaque {} with a command for {}",
+          hooks[i]!.name,
+          cmd.opaque,
+          refused.opaque,
+        );
+        return refused;
+      }
     }
     return undefined;
   }

@@ -10,7 +10,7 @@ import { assert } from "../common/assert.ts";
 import { elapsedNowOf, systemClock, type Clock } from "../common/clock.ts";
 import type { Logger } from "../common/log.ts";
 import { listenTls, type TlsListener, type TlsServerSide } from "../common/tls.ts";
-import { createResponse, isOneway, type RemotingCommand } from "./command.ts";
+import { createResponse, isOneway, isResponse, type RemotingCommand } from "./command.ts";
 import { RemotingConnection } from "./connection.ts";
 import { ConnectRateLimiter } from "./connect-rate.ts";
 import { ConnectionWatch } from "./connection-watch.ts";
@@ -105,6 +105,8 @@ export class RemotingServer {
   #gcRequestedAt = 0;
   /** Sum of the connections' partialCharged (remoting.partialFramesMaxBytes). */
   #partialBytes = 0;
+  /** Requests dispatched and not yet answered (#respond): never below 0, as each is answered once. */
+  #unanswered = 0;
 
   constructor(opts: RemotingServerOptions) {
     this.#opts = opts;
@@ -207,6 +209,7 @@ export class RemotingServer {
     if (now === before) return;
     this.#partialBytes += now - before;
     conn.partialCharged = now;
+    assert(this.#partialBytes >= now, "port total of partial frames {} below one connection's {}", this.#partialBytes, now);
     if (now > before && this.#partialBytes > max) {
       const mib = (n: number) => (n / 1048576).toFixed(1);
       this.#opts.log.rateLimited(
@@ -244,6 +247,7 @@ export class RemotingServer {
     conn.onClose((c) => {
       this.#partialBytes -= c.partialCharged;
       c.partialCharged = 0;
+      assert(this.#partialBytes >= 0, "partial frames of the port counted {} bytes after a close", this.#partialBytes);
       this.#connections.delete(c);
       this.#watch?.remove(c);
       for (const l of this.#closeListeners) l(c);
@@ -268,6 +272,7 @@ export class RemotingServer {
   #dispatch(conn: RemotingConnection, cmd: RemotingCommand): void {
     const pipeline = this.#pipeline;
     const start = pipeline.observes ? this.#now() : 0;
+    this.#unanswered++;
     let result: ProcessResult | Promise<ProcessResult>;
     try {
       result = (pipeline.refuses ? pipeline.refusal(conn, cmd) : undefined) ?? this.#process(conn, cmd);
@@ -293,10 +298,25 @@ export class RemotingServer {
 
   /** Sends the answer (never to a oneway request) and tells the after-hooks what was sent. */
   #respond(conn: RemotingConnection, cmd: RemotingCommand, result: ProcessResult, start: number): void {
+    // Pipeline contract 2: one answer, and one round of after-hooks, per request.
+    assert(--this.#unanswered >= 0, "request code {} from {} answered more often than requests came", cmd.code, conn.remoteAddress);
+    // The peer matches the answer by opaque: another one would fail this request and settle someone else's.
+    assert(
+      result === null || (result.opaque === cmd.opaque && isResponse(result)),
+      "request code {} (opaque {}) answered by a command with opaque {}, flag {}",
+      cmd.code,
+      cmd.opaque,
+      result?.opaque,
+      result?.flag,
+    );
     const response = result && !isOneway(cmd) ? result : undefined;
     if (response) conn.send(response);
     const pipeline = this.#pipeline;
-    if (pipeline.observes) pipeline.after(conn, cmd, response, this.#now() - start);
+    if (pipeline.observes) {
+      const elapsedMs = this.#now() - start;
+      assert(elapsedMs >= 0, "request code {} took {} ms: the clock went back", cmd.code, elapsedMs);
+      pipeline.after(conn, cmd, response, elapsedMs);
+    }
   }
 
   #failure(conn: RemotingConnection, cmd: RemotingCommand, e: unknown): RemotingCommand {
