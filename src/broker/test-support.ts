@@ -144,7 +144,8 @@ export class InProcessBroker implements AsyncDisposable {
     const c = new RemotingClient({
       ...REMOTING_CLIENT_DEFAULTS,
       log: this.log,
-      clock: this.clock,
+      // Its own view of the shared time: a client is another process, whose timers outlive a broker crash.
+      clock: this.sim.view(),
       network: this.network,
       ...(onRequest ? { onRequest } : {}),
     });
