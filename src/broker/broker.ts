@@ -222,6 +222,7 @@ export class BrokerController {
       limits: o.remoting,
       // ACL first: a refused request is counted by the stats hook with its refusal.
       hooks: this.#acl ? [this.#acl, this.#requestStats] : [this.#requestStats],
+      clock: this.#clock,
       network: o.network,
       ...(o.tls ? { tls: o.tls } : {}),
     };
@@ -236,6 +237,7 @@ export class BrokerController {
     this.#client = new RemotingClient({
       ...REMOTING_CLIENT_DEFAULTS,
       log: scope("broker-outer"),
+      clock: this.#clock,
       network: o.network,
       ...(tls ? { tls: () => tls.client() } : {}),
     });

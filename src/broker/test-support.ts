@@ -159,7 +159,14 @@ export class InProcessBroker implements AsyncDisposable {
 
   /** A new client with its own connection (as a separate client process). */
   client(onRequest?: (conn: RemotingConnection, cmd: RemotingCommand) => void): RemotingClient {
-    const c = new RemotingClient({ ...REMOTING_CLIENT_DEFAULTS, log: this.log, network: this.network, ...(onRequest ? { onRequest } : {}) });
+    const c = new RemotingClient({
+      ...REMOTING_CLIENT_DEFAULTS,
+      log: this.log,
+      // Its own view of the shared time: a client is another process, whose timers outlive a broker crash.
+      clock: this.sim.view(),
+      network: this.network,
+      ...(onRequest ? { onRequest } : {}),
+    });
     this.#clients.push(c);
     return c;
   }

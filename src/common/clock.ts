@@ -31,3 +31,12 @@ export const systemClock: Clock = {
 export function nowOf(clock: Clock): () => number {
   return clock === systemClock ? Date.now : () => clock.now();
 }
+
+/**
+ * A reading for measuring elapsed time (deadlines, latencies), in ms: on the system clock
+ * performance.now, which a step of the wall clock (NTP, an operator) does not move, so a request
+ * timeout neither fires at once nor waits an hour when the date is set; any other clock's `now`.
+ */
+export function elapsedNowOf(clock: Clock): () => number {
+  return clock === systemClock ? () => performance.now() : () => clock.now();
+}

@@ -4,6 +4,8 @@
  * on the next call after it breaks. Requests from the server side (e.g. NOTIFY_CONSUMER_IDS_CHANGED)
  * go to `onRequest`.
  */
+import { assert } from "../common/assert.ts";
+import { systemClock, type Clock, type TimerHandle } from "../common/clock.ts";
 import type { Logger } from "../common/log.ts";
 import type { ClientTls } from "../common/tls.ts";
 import type { RemotingCommand } from "./command.ts";
@@ -16,6 +18,8 @@ export interface RemotingClientOptions {
   connectTimeoutMs: number;
   log: Logger;
   onRequest?: (conn: RemotingConnection, cmd: RemotingCommand) => void;
+  /** The connect timeout's and the requests' timeouts' time; default the system clock (test/sim: simulated time). */
+  clock?: Clock;
   /** Default: real sockets (Bun.connect or node:net); tests and test/sim pass in-memory ones. */
   network?: RemotingNetwork;
   /** TLS for each new connection (asked per connect, so reloaded certificates apply); undefined = plaintext. Not used with `network`. */
@@ -50,6 +54,8 @@ export class RemotingClient {
     if (this.#closed) return Promise.reject(new RemotingClosedError("client closed"));
     const existing = this.#connections.get(addr);
     if (existing) return existing;
+    // An open connection keeps its entry in #connections until it closes (then both go).
+    assert(!this.#open.has(addr), "{}: an open connection without its entry", addr);
     const p = this.#connect(addr);
     this.#connections.set(addr, p);
     p.then(
@@ -97,6 +103,7 @@ export class RemotingClient {
   async #connect(addr: string): Promise<RemotingConnection> {
     const { host, port } = splitHostPort(addr);
     const opts = this.#opts;
+    const clock = opts.clock ?? systemClock;
     let conn: RemotingConnection | undefined;
     const net = opts.network;
     const tls = net ? undefined : opts.tls?.();
@@ -108,6 +115,7 @@ export class RemotingClient {
           connectionBufferMaxBytes: opts.connectionBufferMaxBytes,
           chunksOwned: net ? net.chunksOwned : chunksAreOwned,
           log: opts.log,
+          clock,
           onRequest: opts.onRequest ?? (() => {}),
         });
       },
@@ -115,9 +123,9 @@ export class RemotingClient {
       drain: () => conn?.handleDrain(),
       close: () => conn?.handleClosed(),
     });
-    let timer: ReturnType<typeof setTimeout> | undefined;
+    let timer: TimerHandle | undefined;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(
+      timer = clock.setTimeout(
         () => reject(new RemotingClosedError(`connect to ${addr} timed out after ${opts.connectTimeoutMs} ms`)),
         opts.connectTimeoutMs,
       );
@@ -142,7 +150,7 @@ export class RemotingClient {
       if (e instanceof RemotingClosedError) throw e;
       throw new RemotingClosedError(`connect to ${addr} failed: ${e instanceof Error ? e.message : String(e)}`);
     } finally {
-      clearTimeout(timer);
+      if (timer !== undefined) clock.clearTimeout(timer);
     }
   }
 }

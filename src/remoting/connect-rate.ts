@@ -16,6 +16,8 @@
  * full buckets (hosts quiet for a second) are dropped; if every one is still refilling (a flood
  * from that many hosts at once), all are, which forgets their debts rather than grow.
  */
+import { assert } from "../common/assert.ts";
+
 export const TRACKED_MAX = 65_536;
 
 interface Bucket {
@@ -52,6 +54,8 @@ export class ConnectRateLimiter {
       b.tokens = this.#refilled(b, now);
       b.at = now;
     }
+    // Refills are capped at `rate` and a token is taken only when one is there (the clock is monotonic).
+    assert(b.tokens >= 0 && b.tokens <= this.#rate, "host {}: {} tokens in a bucket of {}", host, b.tokens, this.#rate);
     if (b.tokens < 1) return false;
     b.tokens -= 1;
     return true;

@@ -15,6 +15,7 @@
  * The silent phase before a connection's first byte, and a TLS handshake, are the listener's
  * (src/common/tls.ts: firstByteTimeoutMs, handshakeTimeoutMs).
  */
+import { assert } from "../common/assert.ts";
 import type { Clock, TimerHandle } from "../common/clock.ts";
 import type { Logger } from "../common/log.ts";
 
@@ -69,6 +70,8 @@ export class ConnectionWatch {
 
   add(c: WatchedConnection): void {
     if (!this.active) return;
+    // Once per connection, at accept: a second add would restart its deadlines.
+    assert(!this.#marks.has(c), "connection {} watched twice", c.remoteAddress);
     this.#marks.set(c, { activity: c.activity, idleMs: 0, frames: c.framesReceived, partial: false, partialMs: 0 });
     this.#timer ??= this.#o.clock.setInterval(() => this.sweep(this.#sweepMs), this.#sweepMs);
   }
@@ -88,6 +91,14 @@ export class ConnectionWatch {
     const { idleTimeoutMs, frameTimeoutMs } = this.#o;
     const late: [WatchedConnection, string][] = [];
     for (const [c, m] of this.#marks) {
+      // The counters only grow; one that went back would hide traffic or invent it.
+      assert(
+        c.activity >= m.activity && c.framesReceived >= m.frames,
+        "connection {}: counters moved back to {}, {}",
+        c.remoteAddress,
+        c.activity,
+        c.framesReceived,
+      );
       if (c.activity !== m.activity) {
         m.activity = c.activity;
         m.idleMs = 0;

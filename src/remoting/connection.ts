@@ -13,6 +13,8 @@
  * bounded (HELD_REQUESTS_MAX, and their bodies by `connectionBufferMaxBytes`): past either the
  * peer is closed; one that goes quiet instead is closed by the server's idle deadline.
  */
+import { assert } from "../common/assert.ts";
+import { elapsedNowOf, systemClock, type Clock, type TimerHandle } from "../common/clock.ts";
 import type { Logger } from "../common/log.ts";
 import { FLAG_ONEWAY, isOneway, isResponse, type RemotingCommand } from "./command.ts";
 import { FrameDecoder, prepareFrame, writeFrame } from "./frame.ts";
@@ -31,6 +33,8 @@ export interface ConnectionOptions {
   /** The socket's data chunks are ours to keep (see transport.ts `chunksAreOwned`). */
   chunksOwned?: boolean;
   log: Logger;
+  /** The time and the timer of request timeouts; default the system clock (test/sim: simulated time). */
+  clock?: Clock;
   /** Called for every request frame (responses are matched internally). */
   onRequest: (conn: RemotingConnection, cmd: RemotingCommand) => void;
 }
@@ -38,7 +42,7 @@ export interface ConnectionOptions {
 interface Pending {
   resolve: (cmd: RemotingCommand) => void;
   reject: (err: Error) => void;
-  /** performance.now() after which the request has timed out. */
+  /** The connection's elapsed-time reading (elapsedNowOf) after which the request has timed out. */
   deadline: number;
   code: number;
   timeoutMs: number;
@@ -76,6 +80,9 @@ export class RemotingConnection {
   readonly #socket: SocketLike;
   readonly #decoder: FrameDecoder;
   readonly #opts: ConnectionOptions;
+  readonly #clock: Clock;
+  /** Reads the clock for deadlines (performance.now on the system clock: no wall-clock steps). */
+  readonly #now: () => number;
   readonly #pending = new Map<number, Pending>();
   readonly #closeListeners: ((conn: RemotingConnection) => void)[] = [];
   /**
@@ -99,7 +106,7 @@ export class RemotingConnection {
    * One timer per connection, armed for the earliest pending deadline, instead of a timer per
    * request: a producer with 32 sends in flight set and cleared 2 timers per message.
    */
-  #timeoutTimer: ReturnType<typeof setTimeout> | null = null;
+  #timeoutTimer: TimerHandle | null = null;
   #timeoutAt = Infinity;
   /** Reads plus frames queued: a server's ConnectionWatch sees idleness by it not moving. */
   activity = 0;
@@ -109,6 +116,8 @@ export class RemotingConnection {
   constructor(socket: SocketLike, opts: ConnectionOptions) {
     this.#socket = socket;
     this.#opts = opts;
+    this.#clock = opts.clock ?? systemClock;
+    this.#now = elapsedNowOf(this.#clock);
     this.#decoder = new FrameDecoder({ frameSizeMaxBytes: opts.frameSizeMaxBytes, chunksOwned: opts.chunksOwned ?? false });
     this.remoteAddress = normalizeAddress(socket.remoteAddress, socket.remotePort);
     this.#congestedBytes = Math.min(CONGESTED_BYTES, Math.floor(opts.connectionBufferMaxBytes / 4));
@@ -199,6 +208,8 @@ export class RemotingConnection {
       this.#opts.onRequest(this, cmd);
     }
     if (i > 0 && !this.#closed) this.#held.splice(0, i);
+    assert(this.#heldBytes >= 0, "held request bodies counted {} bytes on {}", this.#heldBytes, this.remoteAddress);
+    assert(this.#held.length > 0 || this.#heldBytes === 0, "{} body bytes counted for no held request on {}", this.#heldBytes, this.remoteAddress);
   }
 
   /** Socket `close`/`error` handler, and our own close. Idempotent. */
@@ -210,7 +221,7 @@ export class RemotingConnection {
     this.#queuedFrames = 0;
     this.#held = [];
     this.#heldBytes = 0;
-    if (this.#timeoutTimer) clearTimeout(this.#timeoutTimer);
+    if (this.#timeoutTimer) this.#clock.clearTimeout(this.#timeoutTimer);
     this.#timeoutTimer = null;
     this.#timeoutAt = Infinity;
     // Only when someone waits: an Error captures a stack, and a server's peers (a reconnect
@@ -269,9 +280,12 @@ export class RemotingConnection {
   }
 
   #queued(n: number): boolean {
+    // send/sendBytes return on a closed connection, and #reserve returns false when it closes one.
+    assert(!this.#closed, "a frame queued on closed connection {}", this.remoteAddress);
     this.activity++;
     this.#queuedBytes += n;
     this.#queuedFrames++;
+    assert(this.#queuedBytes <= this.#out.length, "{} bytes queued in an out buffer of {}", this.#queuedBytes, this.#out.length);
     // Enough for one write already: send it now instead of at the end of the turn, so the peer
     // starts on the first part of a burst while this side still encodes the rest (with 32 sends
     // in flight, client and broker otherwise take turns on a 2-core machine instead of overlapping).
@@ -293,9 +307,13 @@ export class RemotingConnection {
   invoke(cmd: RemotingCommand, timeoutMs: number): Promise<RemotingCommand> {
     if (this.#closed) return Promise.reject(new RemotingClosedError(`connection to ${this.remoteAddress} closed`));
     return new Promise<RemotingCommand>((resolve, reject) => {
-      const deadline = performance.now() + timeoutMs;
+      const deadline = this.#now() + timeoutMs;
+      const waiting = this.#pending.size;
       this.#pending.set(cmd.opaque, { resolve, reject, deadline, code: cmd.code, timeoutMs });
+      // A reused opaque would take the place of the request waiting under it, which would then never settle.
+      assert(this.#pending.size === waiting + 1, "opaque {} is already waiting for its response on {}", cmd.opaque, this.remoteAddress);
       if (deadline < this.#timeoutAt) this.#armTimeout(deadline);
+      assert(this.#timeoutAt <= deadline, "the request timer is armed for {}, after the deadline {}", this.#timeoutAt, deadline);
       if (!this.send(cmd)) {
         this.#pending.delete(cmd.opaque);
         reject(new RemotingClosedError(`connection to ${this.remoteAddress} closed`));
@@ -304,16 +322,19 @@ export class RemotingConnection {
   }
 
   #armTimeout(at: number): void {
-    if (this.#timeoutTimer) clearTimeout(this.#timeoutTimer);
+    const clock = this.#clock;
+    if (this.#timeoutTimer) clock.clearTimeout(this.#timeoutTimer);
     this.#timeoutAt = at;
-    this.#timeoutTimer = setTimeout(() => this.#expire(), Math.max(0, Math.ceil(at - performance.now())));
+    this.#timeoutTimer = clock.setTimeout(() => this.#expire(), Math.max(0, Math.ceil(at - this.#now())));
   }
 
   /** Fails every request past its deadline and re-arms for the earliest one left. */
   #expire(): void {
+    // handleClosed cancels the timer: a closed connection has nothing pending.
+    assert(!this.#closed, "the request timer fired on closed connection {}", this.remoteAddress);
     this.#timeoutTimer = null;
     this.#timeoutAt = Infinity;
-    const now = performance.now();
+    const now = this.#now();
     let next = Infinity;
     for (const [opaque, p] of this.#pending) {
       if (p.deadline <= now) {
@@ -343,6 +364,7 @@ export class RemotingConnection {
       this.handleClosed();
       return;
     }
+    assert(written <= n, "the socket took {} bytes of a write of {}", written, n);
     this.#queuedFrames = 0;
     if (written < n) {
       // The rest waits for drain, at the front of the buffer.

@@ -17,6 +17,7 @@
 import { type RemotingCommand, SerializeType } from "./command.ts";
 import { decodeJsonHeader, encodeJsonHeaderText, type DecodedHeader } from "./header-json.ts";
 import { decodeRocketmqHeader, encodeRocketmqHeader } from "./header-rocketmq.ts";
+import { assert } from "../common/assert.ts";
 import { allocUninitialized } from "../common/bytes.ts";
 import type { Invalid } from "../common/invalid.ts";
 
@@ -27,6 +28,8 @@ export const FRAME_PREFIX_SIZE = FRAME_LENGTH_FIELD_SIZE + FRAME_HEADER_LENGTH_F
 export const FRAME_SIZE_MAX_BYTES_DEFAULT = 16 * 1024 * 1024;
 /** A header longer than this is refused even inside a large frame (3-byte field allows 16 MiB). */
 export const HEADER_SIZE_MAX_BYTES = 1024 * 1024;
+/** The largest header length the 3-byte field can carry. */
+const HEADER_LENGTH_FIELD_MAX = 0xffffff;
 export const EXT_FIELDS_MAX = 1024;
 /**
  * How far beyond the bytes received a partial frame's buffer is sized in advance: as many bytes as
@@ -63,6 +66,7 @@ export function decodeCommand(frame: Uint8Array): RemotingCommand | Invalid {
   const cmd = header as RemotingCommand;
   cmd.serializeType = type;
   const bodyStart = FRAME_HEADER_LENGTH_FIELD_SIZE + headerLength;
+  assert(bodyStart <= frame.length, "a validated header of {} bytes ends past its frame of {}", headerLength, frame.length);
   if (bodyStart < frame.length) cmd.body = frame.subarray(bodyStart);
   return cmd;
 }
@@ -103,11 +107,17 @@ export function prepareFrame(cmd: RemotingCommand): PreparedFrame {
  */
 export function writeFrame(out: Buffer, pos: number, f: PreparedFrame): number {
   const { cmd, headerLength, bodyLength } = f;
+  // Wider, it would run into the serialize-type byte and the peer would read another frame.
+  assert(headerLength <= HEADER_LENGTH_FIELD_MAX, "request code {}: a header of {} bytes does not fit its length field", cmd.code, headerLength);
   writeUint32(out, pos, FRAME_HEADER_LENGTH_FIELD_SIZE + headerLength + bodyLength);
   writeUint32(out, pos + 4, (((cmd.serializeType & 0xff) << 24) | headerLength) >>> 0);
   let p = pos + FRAME_PREFIX_SIZE;
   if (f.binaryHeader !== null) out.set(f.binaryHeader, p);
-  else out.write(f.jsonHeader, p, headerLength, "utf8");
+  else {
+    const written = out.write(f.jsonHeader, p, headerLength, "utf8");
+    // prepareFrame measured the text (Buffer.byteLength); the length word says as much.
+    assert(written === headerLength, "a JSON header measured {} bytes was written as {}", headerLength, written);
+  }
   p += headerLength;
   if (cmd.body) {
     out.set(cmd.body, p);
@@ -118,6 +128,8 @@ export function writeFrame(out: Buffer, pos: number, f: PreparedFrame): number {
       p += part.length;
     }
   }
+  // The length word went out before the body: what was copied must be what prepareFrame counted.
+  assert(p - pos === f.size, "request code {}: a frame sized {} bytes was written as {}", cmd.code, f.size, p - pos);
   return p;
 }
 
@@ -188,6 +200,7 @@ export class FrameDecoder {
       }
       if (buf.length - pos - FRAME_LENGTH_FIELD_SIZE < length) break;
       const start = pos + FRAME_LENGTH_FIELD_SIZE;
+      assert(start + length <= buf.length, "a complete frame ends at {}, past the {} bytes read", start + length, buf.length);
       const cmd = decodeCommand(buf.subarray(start, start + length));
       if ("invalid" in cmd) return this.#fail(cmd.invalid);
       out.push(cmd);
@@ -203,6 +216,7 @@ export class FrameDecoder {
         if (b === undefined) continue;
         owned ??= this.#own(buf, pos);
         const at = b.byteOffset - buf.byteOffset;
+        assert(at >= 0 && at + b.length <= pos, "a body at {} of {} bytes lies outside the {} bytes of complete frames", at, b.length, pos);
         cmd.body = owned.subarray(at, at + b.length);
       }
     }
@@ -238,6 +252,8 @@ export class FrameDecoder {
     // Doubling, but never past the end of the frame being assembled when its length is in.
     const len = this.#pendingLength;
     const frameEnd = len >= FRAME_LENGTH_FIELD_SIZE ? FRAME_LENGTH_FIELD_SIZE + readUint32(pending, 0) : Infinity;
+    // What #keepTail kept is a frame not yet complete (checked there too).
+    assert(len < frameEnd, "{} bytes held for a partial frame of {}", len, frameEnd);
     const grown = allocUninitialized(Math.max(need, Math.min(pending.length * 2, frameEnd)));
     grown.set(pending.subarray(0, this.#pendingLength));
     grown.set(chunk, this.#pendingLength);
@@ -260,6 +276,8 @@ export class FrameDecoder {
     let want = Math.max(rest, 4096);
     if (rest >= FRAME_LENGTH_FIELD_SIZE) {
       const length = readUint32(buf, pos);
+      // feed consumes every complete frame (its length validated) before it keeps the rest.
+      assert(rest < FRAME_LENGTH_FIELD_SIZE + length, "a tail of {} bytes kept holds a whole frame of {}", rest, length);
       want = Math.max(want, Math.min(FRAME_LENGTH_FIELD_SIZE + length, rest + Math.max(rest, PREALLOCATE_AHEAD_MIN_BYTES)));
     }
     // Already in #pending (which holds it): kept there, moved to the front. #append doubles the
@@ -274,6 +292,7 @@ export class FrameDecoder {
       this.#pending = next;
     }
     this.#pendingLength = rest;
+    assert(rest <= this.#pending.length, "{} bytes of a partial frame kept in a buffer of {}", rest, this.#pending.length);
   }
 
   #fail(reason: string): Invalid {

@@ -10,6 +10,7 @@
  * Invariant: header length = ROCKETMQ_HEADER_FIXED_SIZE + R + X.
  * Java decodes a zero-length string as null, so empty remarks/values are omitted when encoding.
  */
+import { assert } from "../common/assert.ts";
 import type { ExtFields } from "./command.ts";
 import type { DecodedHeader, HeaderResult } from "./header-json.ts";
 import { languageFromByte, languageToByte } from "./language.ts";
@@ -68,6 +69,8 @@ export function decodeRocketmqHeader(bytes: Uint8Array, extFieldsMax: number): H
   } catch {
     return { invalid: "ROCKETMQ header: string is not valid UTF-8" };
   }
+  // extLen was checked to reach the header's end, and every entry was bounds-checked within it.
+  assert(pos === bytes.length, "a ROCKETMQ header of {} bytes was read to {}", bytes.length, pos);
   return out;
 }
 
@@ -116,5 +119,6 @@ export function encodeRocketmqHeader(h: DecodedHeader): Uint8Array {
     out.set(vb, pos);
     pos += vb.length;
   }
+  assert(pos === total, "a ROCKETMQ header sized {} bytes was written as {}", total, pos);
   return out;
 }

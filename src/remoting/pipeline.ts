@@ -23,15 +23,17 @@
  *      sent, refusals and errors included), a processor that answered null. It has already been
  *      encoded into the connection's buffer: changing it changes nothing.
  *   4. `elapsedMs` runs from the dispatch of the frame to that point, so a parked pull's includes
- *      the time it was parked. It costs two performance.now() calls per request, made only when
- *      some hook has an `after`.
+ *      the time it was parked, on the server's clock (performance.now on the system clock,
+ *      simulated time in test/sim). It costs two readings per request, made only when some hook
+ *      has an `after`.
  *   5. An after-hook that throws is logged (rate-limited, by hook name) and the others still run.
  *   6. Hooks run synchronously on the event loop. The send path costs ~12 µs of server CPU per
  *      message, so a hook must not allocate per request nor block; it may keep per-code state
  *      created once (request-stats.ts: typed arrays per code).
  */
+import { assert } from "../common/assert.ts";
 import type { Logger } from "../common/log.ts";
-import type { RemotingCommand } from "./command.ts";
+import { isResponse, type RemotingCommand } from "./command.ts";
 import type { RemotingConnection } from "./connection.ts";
 
 export interface RequestHook {
@@ -66,7 +68,17 @@ export class RequestPipeline {
     const hooks = this.#before;
     for (let i = 0; i < hooks.length; i++) {
       const refused = hooks[i]!.before!(conn, cmd);
-      if (refused) return refused;
+      if (refused) {
+        // Contract 1: a refusal is made with createResponse, so it answers this very request.
+        assert(
+          refused.opaque === cmd.opaque && isResponse(refused),
+          "before-hook {} refused opaque {} with a command for {}",
+          hooks[i]!.name,
+          cmd.opaque,
+          refused.opaque,
+        );
+        return refused;
+      }
     }
     return undefined;
   }

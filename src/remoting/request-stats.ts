@@ -30,6 +30,7 @@
  * allocated per request. The number of entries is bounded (REQUEST_STATS_CODES_MAX, as
  * docs/CONVENTIONS.md §4 asks of anything a peer can grow).
  */
+import { assert } from "../common/assert.ts";
 import type { RemotingCommand } from "./command.ts";
 import type { RequestHook } from "./pipeline.ts";
 import { RequestCode, requestCodeName } from "./request-code.ts";
@@ -157,6 +158,8 @@ export class RequestStats implements RequestHook {
     }
     const s = new CodeStats(code);
     this.#byCode.set(code, s);
+    // REQUEST_STATS_CODES_MAX entries of their own, and the shared one.
+    assert(this.#byCode.size <= REQUEST_STATS_CODES_MAX + 1, "{} request codes counted apart", this.#byCode.size);
     return s;
   }
 
@@ -173,6 +176,11 @@ function codeSnapshot(s: CodeStats): RequestCodeStats {
   });
   let cumulative = 0;
   const buckets = REQUEST_LATENCY_BOUNDS_MS.map((leMs, i) => ({ leMs, count: (cumulative += s.buckets[i]!) }));
+  // Each after-call counts once in `count`, in one response slot and in one latency bucket.
+  const answered = s.responses.reduce((a, n) => a + n, 0);
+  assert(answered === s.count, "request code {}: {} responses counted for {} requests", s.code, answered, s.count);
+  assert(cumulative + s.buckets[BUCKETS]! === s.count, "request code {}: {} latencies counted for {} requests", s.code, cumulative, s.count);
+  assert(s.errors <= s.count, "request code {}: {} errors in {} requests", s.code, s.errors, s.count);
   return {
     code: s.code,
     name: s.code === OVERFLOW_CODE ? "OTHER" : requestCodeName(s.code),

@@ -6,10 +6,11 @@
  * Every request passes the server's request pipeline (its before- and after-hooks; contract at
  * the top of ./pipeline.ts).
  */
+import { assert } from "../common/assert.ts";
+import { elapsedNowOf, systemClock, type Clock } from "../common/clock.ts";
 import type { Logger } from "../common/log.ts";
 import { listenTls, type TlsListener, type TlsServerSide } from "../common/tls.ts";
-import { createResponse, isOneway, type RemotingCommand } from "./command.ts";
-import { systemClock } from "../common/clock.ts";
+import { createResponse, isOneway, isResponse, type RemotingCommand } from "./command.ts";
 import { RemotingConnection } from "./connection.ts";
 import { ConnectRateLimiter } from "./connect-rate.ts";
 import { ConnectionWatch } from "./connection-watch.ts";
@@ -26,6 +27,12 @@ export interface RemotingServerOptions {
   log: Logger;
   /** The request pipeline, in order (./pipeline.ts). */
   hooks?: readonly RequestHook[];
+  /**
+   * The time of everything the server times: its connections' request timeouts, the deadlines of
+   * `limits`, the connect rate, the pipeline's elapsedMs. Default the system clock; the broker
+   * passes its own (simulated in the in-process fixture and test/sim).
+   */
+  clock?: Clock;
   /** Default: Bun.listen on host:port; the in-process broker fixture and test/sim pass in-memory sockets. */
   network?: RemotingNetwork;
   /**
@@ -35,9 +42,16 @@ export interface RemotingServerOptions {
   tls?: TlsServerSide;
   /**
    * remoting.maxConnections / idleTimeoutMs / frameTimeoutMs (./connection-watch.ts). Enforced on
-   * real sockets only: with `network` (in-memory sockets on simulated time) nothing is watched.
+   * real sockets; with `network` the listener's limits (maxConnections, the connect rate, the
+   * first byte) do not apply, and the deadlines only with `watchNetwork`.
    */
   limits?: ConnectionLimits;
+  /**
+   * With `network`: idleTimeoutMs and frameTimeoutMs of `limits` apply, on `clock`. Off by
+   * default, so the in-process broker fixture and test/sim keep connections that stay quiet for
+   * minutes of simulated time, as they did before the watch could run on their clock.
+   */
+  watchNetwork?: boolean;
 }
 
 export interface ConnectionLimits {
@@ -78,6 +92,9 @@ const GC_MIN_INTERVAL_MS = 25;
 
 export class RemotingServer {
   readonly #opts: RemotingServerOptions;
+  readonly #clock: Clock;
+  /** Elapsed-time reading of #clock (elapsedNowOf): the pipeline's elapsedMs, the connect rate. */
+  readonly #now: () => number;
   readonly #pipeline: RequestPipeline;
   readonly #processors = new Map<number, RequestProcessor>();
   readonly #connections = new Set<RemotingConnection>();
@@ -88,9 +105,13 @@ export class RemotingServer {
   #gcRequestedAt = 0;
   /** Sum of the connections' partialCharged (remoting.partialFramesMaxBytes). */
   #partialBytes = 0;
+  /** Requests dispatched and not yet answered (#respond): never below 0, as each is answered once. */
+  #unanswered = 0;
 
   constructor(opts: RemotingServerOptions) {
     this.#opts = opts;
+    this.#clock = opts.clock ?? systemClock;
+    this.#now = elapsedNowOf(this.#clock);
     this.#pipeline = new RequestPipeline(opts.hooks ?? [], opts.log);
   }
 
@@ -130,6 +151,10 @@ export class RemotingServer {
   start(): number {
     const opts = this.#opts;
     const net = opts.network;
+    const limits = opts.limits;
+    if (limits && (!net || opts.watchNetwork === true)) {
+      this.#watch = new ConnectionWatch({ ...limits, clock: this.#clock, log: opts.log });
+    }
     if (net) {
       this.#listener = net.listen(opts.host, opts.port, (socket) => {
         const conn = this.#accept(socket, net.chunksOwned);
@@ -137,11 +162,9 @@ export class RemotingServer {
       });
       return this.#listener.port;
     }
-    const limits = opts.limits;
-    if (limits) this.#watch = new ConnectionWatch({ ...limits, clock: systemClock, log: opts.log });
     // Before its first byte a socket is idle, and a TLS handshake is a frame begun.
     const rate = limits?.maxNewConnectionsPerSecondPerAddress ?? 0;
-    const limiter = rate > 0 ? new ConnectRateLimiter(rate) : undefined;
+    const limiter = rate > 0 ? new ConnectRateLimiter(rate, this.#now) : undefined;
     const refusal = `over ${rate} new connections a second from this address (remoting.maxNewConnectionsPerSecondPerAddress)`;
     const listenLimits = limits
       ? {
@@ -186,6 +209,7 @@ export class RemotingServer {
     if (now === before) return;
     this.#partialBytes += now - before;
     conn.partialCharged = now;
+    assert(this.#partialBytes >= now, "port total of partial frames {} below one connection's {}", this.#partialBytes, now);
     if (now > before && this.#partialBytes > max) {
       const mib = (n: number) => (n / 1048576).toFixed(1);
       this.#opts.log.rateLimited(
@@ -198,6 +222,7 @@ export class RemotingServer {
     }
   }
 
+  /** Real time, whatever the clock: this paces the runtime's collector (only ever on real sockets). */
   #maybeCollect(): void {
     const now = performance.now();
     if (now - this.#gcRequestedAt >= GC_MIN_INTERVAL_MS) {
@@ -214,6 +239,7 @@ export class RemotingServer {
       connectionBufferMaxBytes: opts.connectionBufferMaxBytes,
       chunksOwned,
       log: opts.log,
+      clock: this.#clock,
       onRequest: (c, cmd) => this.#dispatch(c, cmd),
     });
     this.#connections.add(conn);
@@ -221,6 +247,7 @@ export class RemotingServer {
     conn.onClose((c) => {
       this.#partialBytes -= c.partialCharged;
       c.partialCharged = 0;
+      assert(this.#partialBytes >= 0, "partial frames of the port counted {} bytes after a close", this.#partialBytes);
       this.#connections.delete(c);
       this.#watch?.remove(c);
       for (const l of this.#closeListeners) l(c);
@@ -244,7 +271,8 @@ export class RemotingServer {
    */
   #dispatch(conn: RemotingConnection, cmd: RemotingCommand): void {
     const pipeline = this.#pipeline;
-    const start = pipeline.observes ? performance.now() : 0;
+    const start = pipeline.observes ? this.#now() : 0;
+    this.#unanswered++;
     let result: ProcessResult | Promise<ProcessResult>;
     try {
       result = (pipeline.refuses ? pipeline.refusal(conn, cmd) : undefined) ?? this.#process(conn, cmd);
@@ -270,10 +298,25 @@ export class RemotingServer {
 
   /** Sends the answer (never to a oneway request) and tells the after-hooks what was sent. */
   #respond(conn: RemotingConnection, cmd: RemotingCommand, result: ProcessResult, start: number): void {
+    // Pipeline contract 2: one answer, and one round of after-hooks, per request.
+    assert(--this.#unanswered >= 0, "request code {} from {} answered more often than requests came", cmd.code, conn.remoteAddress);
+    // The peer matches the answer by opaque: another one would fail this request and settle someone else's.
+    assert(
+      result === null || (result.opaque === cmd.opaque && isResponse(result)),
+      "request code {} (opaque {}) answered by a command with opaque {}, flag {}",
+      cmd.code,
+      cmd.opaque,
+      result?.opaque,
+      result?.flag,
+    );
     const response = result && !isOneway(cmd) ? result : undefined;
     if (response) conn.send(response);
     const pipeline = this.#pipeline;
-    if (pipeline.observes) pipeline.after(conn, cmd, response, performance.now() - start);
+    if (pipeline.observes) {
+      const elapsedMs = this.#now() - start;
+      assert(elapsedMs >= 0, "request code {} took {} ms: the clock went back", cmd.code, elapsedMs);
+      pipeline.after(conn, cmd, response, elapsedMs);
+    }
   }
 
   #failure(conn: RemotingConnection, cmd: RemotingCommand, e: unknown): RemotingCommand {
