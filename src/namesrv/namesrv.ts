@@ -114,6 +114,7 @@ export class NamesrvController {
       log: scope("namesrv-remoting"),
       hooks: this.#acl ? [this.#acl, this.#requestStats] : [this.#requestStats],
       network: opts.network,
+      clock: this.#clock,
       ...(opts.tls ? { tls: opts.tls } : {}),
     });
     this.#deps = {

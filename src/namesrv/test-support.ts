@@ -104,7 +104,7 @@ export class InProcessNamesrv implements AsyncDisposable {
 
   /** A new client with its own connection (as a separate broker or client process). */
   client(onRequest?: (conn: RemotingConnection, cmd: RemotingCommand) => void): RemotingClient {
-    const c = new RemotingClient({ ...REMOTING_CLIENT_DEFAULTS, log: this.log, network: this.network, ...(onRequest ? { onRequest } : {}) });
+    const c = new RemotingClient({ ...REMOTING_CLIENT_DEFAULTS, log: this.log, network: this.network, clock: this.sim.view(), ...(onRequest ? { onRequest } : {}) });
     this.#clients.push(c);
     return c;
   }

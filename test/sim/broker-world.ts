@@ -234,15 +234,15 @@ async function run(seed: number, opts: BrokerSimOptions, trace: string[] | null,
   // waits for its registration (a 20 ms timer), and the setup does not move time.
   let broker: InProcessBroker | null = startBroker([]);
   const addr = `${FIXTURE_HOST}:${FIXTURE_PORT}`;
-  const admin = new RemotingClient({ ...REMOTING_CLIENT_DEFAULTS, log: scope("sim-admin"), network });
+  const admin = new RemotingClient({ ...REMOTING_CLIENT_DEFAULTS, log: scope("sim-admin"), network, clock: sim.view() });
   for (const [t, n] of Object.entries(TOPICS)) {
     const r = await admin.invoke(addr, createTopicRequest(t, n), TIMEOUT_MS);
     if (r.code !== ResponseCode.SUCCESS) fail(`create topic ${t}: ${r.code} ${r.remark}`);
   }
   if (namesrv) await broker.controller.reconfigure({ namesrvAddr: registerWith });
   checkRoutes(broker);
-  const producers = [0, 1].map((i) => new RemotingClient({ ...REMOTING_CLIENT_DEFAULTS, log: scope(`sim-producer-${i}`), network }));
-  const consumerClient = new RemotingClient({ ...REMOTING_CLIENT_DEFAULTS, log: scope("sim-consumer"), network });
+  const producers = [0, 1].map((i) => new RemotingClient({ ...REMOTING_CLIENT_DEFAULTS, log: scope(`sim-producer-${i}`), network, clock: sim.view() }));
+  const consumerClient = new RemotingClient({ ...REMOTING_CLIENT_DEFAULTS, log: scope("sim-consumer"), network, clock: sim.view() });
   const clientClock = sim.view();
 
   // ------------------------------------------------------------------ model
