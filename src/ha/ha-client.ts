@@ -16,6 +16,7 @@
  */
 import { systemClock, type Clock, type TimerHandle } from "../common/clock.ts";
 import type { Logger } from "../common/log.ts";
+import { assert } from "../common/assert.ts";
 import type { DecodedRecord } from "../common/message-record.ts";
 import type { MessageStore } from "../commitlog/index.ts";
 import { LagTracker } from "./lag.ts";
@@ -255,6 +256,9 @@ export class HAClient {
 
   /** The connection is up: it is the current one; the replica names itself, then reports. */
   #connected(link: Link, socket: HaSocket): void {
+    // One attempt at a time (#connecting), made only while no connection is current: two current
+    // links would write two streams into one log.
+    assert(this.#link === null, "HA link to {} connected while the one to {} is current", link.addr, this.#link?.addr);
     link.socket = socket;
     this.#link = link;
     this.#lastReceiveAt = this.#now();
@@ -300,8 +304,13 @@ export class HAClient {
       const r = link.records.feed(f.offset, f.data);
       // Verified records before a fault are written even when the stream then breaks.
       for (const a of r.appends) {
+        // The record stream started at this log's end and only this link writes to it (a replica's
+        // store takes no puts): every append lands at the end, and moves it by its length.
+        const before = store.maxPhyOffset;
+        assert(a.offset === before || store.commitLog.segments.length === 0, "replicated bytes at {}, but the log ends at {}", a.offset, before);
         const bad = store.appendReplicated(a.offset, a.data, a.damaged);
         if (bad) return this.#broken(link, `the store refused ${a.data.length} bytes at ${a.offset}: ${bad.invalid}`);
+        assert(store.maxPhyOffset === a.offset + a.data.length, "{} bytes replicated at {} left the log's end at {}", a.data.length, a.offset, store.maxPhyOffset);
         if (a.damaged !== undefined) {
           this.#o.log.rateLimited(
             "warn",
