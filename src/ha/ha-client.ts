@@ -92,6 +92,8 @@ interface Link {
    * newer, so the master never reads half a report followed by another one.
    */
   unsent: Uint8Array | null;
+  /** The last offset reported on this connection (-1: none yet). */
+  reported: number;
 }
 
 /** More unsent report bytes than this: the master stopped reading; the connection is dropped. */
@@ -220,6 +222,7 @@ export class HAClient {
       closed: false,
       epoch: undefined,
       unsent: null,
+      reported: -1,
     };
     let timer: TimerHandle | undefined;
     try {
@@ -271,7 +274,13 @@ export class HAClient {
   #report(link: Link): void {
     if (!link.socket || link.closed) return;
     this.#lastReportAt = this.#now();
-    this.#write(link, encodeReport(this.#o.store.maxPhyOffset));
+    const offset = this.#o.store.maxPhyOffset;
+    // What this replica acknowledges only grows on one connection: its log is cut only before a
+    // connection (beforeConnect), and while it is current only this link appends to it. A report
+    // that went back would release a SYNC_MASTER put for bytes this replica no longer holds.
+    assert(offset >= link.reported, "replica reports {} to {} after reporting {}", offset, link.addr, link.reported);
+    link.reported = offset;
+    this.#write(link, encodeReport(offset));
   }
 
   /** Writes `bytes` after whatever is unsent (null: only that, on drain). */

@@ -121,6 +121,8 @@ export class HAService {
   }
 
   attachStore(store: MessageStore): void {
+    // One store for the service's life: the offsets its slaves reported name bytes of this log.
+    assert(this.#store === null || this.#store === store, "HA service attached to a second store");
     this.#store = store;
     // Reports that arrived before the store was open are applied now.
     for (const c of [...this.#slaves]) if (c.reported >= 0) this.#applyReport(c, c.reported);
