@@ -106,7 +106,12 @@ export class ConsumerManager {
     // Both ways consistent: a member of a group is noted under its connection (added when it joined
     // or moved; only a close forgets a connection's notes, and takes its members with them), so a
     // close never leaves a member behind.
-    assert(this.#index.has(r.channel.conn, r.group, r.channel.clientId), "consumer {} of group {} is not noted under its connection", r.channel.clientId, r.group);
+    assert(
+      this.#index.has(r.channel.conn, r.group, r.channel.clientId),
+      "consumer {} of group {} is not noted under its connection",
+      r.channel.clientId,
+      r.group,
+    );
     const subsChanged = updateSubscriptions(g.subscriptions, r.subscriptions);
     const changed = membersChanged || subsChanged;
     if (changed) this.#onMembersChanged(r.group, [...g.channels.values()]);

@@ -172,7 +172,13 @@ export class BrokerFailover {
   #becameMaster(epoch: number, startOffset: number, masterRole: MasterRole | undefined): void {
     // The election calls this right after it took the role for `epoch`: the broker promotes only
     // for the epoch the election holds, so the epoch file and the HA stream name the same one.
-    assert(this.#election?.role === "master" && this.#election.epoch === epoch, "promoted for epoch {} while the election is {} at epoch {}", epoch, this.#election?.role, this.#election?.epoch);
+    assert(
+      this.#election?.role === "master" && this.#election.epoch === epoch,
+      "promoted for epoch {} while the election is {} at epoch {}",
+      epoch,
+      this.#election?.role,
+      this.#election?.epoch,
+    );
     appendEpoch(this.#o.storeDir, { epoch, startOffset });
     // No role known (every replica configured SLAVE, first epoch): synchronous when the group
     // asks for more than one in-sync replica.
@@ -228,7 +234,13 @@ export class BrokerFailover {
     }
     // A replica's store takes no puts (read-only while it follows), so the cuts above are the only
     // change: the log the stream continues ends at or below the point it shares with the master.
-    assert(this.#o.roles.confirmedOffset() <= point, "replica log ends at {} after a cut at {} (was {})", this.#o.roles.confirmedOffset(), point, localMax);
+    assert(
+      this.#o.roles.confirmedOffset() <= point,
+      "replica log ends at {} after a cut at {} (was {})",
+      this.#o.roles.confirmedOffset(),
+      point,
+      localMax,
+    );
     writeEpochs(dir, remote);
     return null;
   }
@@ -240,7 +252,12 @@ export class BrokerFailover {
     if (e?.writable()) {
       // A master counts itself in sync (the in-sync shortage below counts on it). Asked before
       // every put: a walk over a handful of ids, nothing allocated.
-      assert(e.syncStateSet.includes(this.#replicaId ?? -1), "writable master of epoch {}: replica {} not in its own sync state set", e.epoch, this.#replicaId);
+      assert(
+        e.syncStateSet.includes(this.#replicaId ?? -1),
+        "writable master of epoch {}: replica {} not in its own sync state set",
+        e.epoch,
+        this.#replicaId,
+      );
       return this.#inSyncShortage();
     }
     if (e?.role !== "master") return `broker ${this.#o.broker.brokerName} is not the master of its group (automatic failover)`;

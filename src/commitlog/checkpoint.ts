@@ -48,8 +48,18 @@ function getLong(v: DataView, pos: number): number {
 export function encodeCheckpoint(c: Checkpoint): Uint8Array {
   // The store's own positions and times: whole and non-negative, or the words below would write
   // another number than the one meant (decodeCheckpoint checks the bytes, not the meaning).
-  assert(isLong(c.commitLogFlushedOffset) && isLong(c.dispatchedOffset), "checkpoint of flushed {}, dispatched {}", c.commitLogFlushedOffset, c.dispatchedOffset);
-  assert(isLong(c.indexCheckpointTimestamp) && isLong(c.writtenAt), "checkpoint of index time {}, written at {}", c.indexCheckpointTimestamp, c.writtenAt);
+  assert(
+    isLong(c.commitLogFlushedOffset) && isLong(c.dispatchedOffset),
+    "checkpoint of flushed {}, dispatched {}",
+    c.commitLogFlushedOffset,
+    c.dispatchedOffset,
+  );
+  assert(
+    isLong(c.indexCheckpointTimestamp) && isLong(c.writtenAt),
+    "checkpoint of index time {}, written at {}",
+    c.indexCheckpointTimestamp,
+    c.writtenAt,
+  );
   const out = new Uint8Array(CHECKPOINT_SIZE);
   const v = new DataView(out.buffer);
   v.setUint32(0, CHECKPOINT_MAGIC);

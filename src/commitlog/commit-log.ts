@@ -326,7 +326,13 @@ export class CommitLog {
       return { invalid: this.#writeError.message };
     }
     // Checked to continue the log and stay in one segment (above): the bytes end where the log now ends.
-    assert(file.fileFromOffset + file.wrotePosition === this.#appendedEnd, "replicated bytes at {} end at {}, the segment at {}", offset, this.#appendedEnd, file.fileFromOffset + file.wrotePosition);
+    assert(
+      file.fileFromOffset + file.wrotePosition === this.#appendedEnd,
+      "replicated bytes at {} end at {}, the segment at {}",
+      offset,
+      this.#appendedEnd,
+      file.fileFromOffset + file.wrotePosition,
+    );
     return null;
   }
 

@@ -151,10 +151,23 @@ export class ConsumeQueue {
     this.#writeUnit(phyOffset, size, tagsCode);
     // The unit went to its queue offset (fillers padded up to it, a stale tail cut back to it):
     // the queue now ends right after it. A compare on the send path, nothing allocated.
-    assert(this.#files.maxOffset === expected + CQ_UNIT_SIZE, "queue {}-{}: unit {} written, but the queue ends at byte {}", this.topic, this.queueId, cqOffset, this.#files.maxOffset);
+    assert(
+      this.#files.maxOffset === expected + CQ_UNIT_SIZE,
+      "queue {}-{}: unit {} written, but the queue ends at byte {}",
+      this.topic,
+      this.queueId,
+      cqOffset,
+      this.#files.maxOffset,
+    );
     if (from === "rewrite") {
       // Recovery (a cold path): read back what was just written, the check a reader makes later.
-      assert(this.#unitEquals(expected, phyOffset, size, tagsCode), "queue {}-{}: unit {} does not read back as written", this.topic, this.queueId, cqOffset);
+      assert(
+        this.#unitEquals(expected, phyOffset, size, tagsCode),
+        "queue {}-{}: unit {} does not read back as written",
+        this.topic,
+        this.queueId,
+        cqOffset,
+      );
     }
     this.maxPhysicOffset = phyOffset + size;
     return result;
@@ -180,7 +193,14 @@ export class ConsumeQueue {
     const f = this.#files.lastWritable(0);
     const pos = f.wrotePosition;
     // Files hold whole units (unitsPerFile × 20 bytes) and lastWritable has room: a unit never straddles two files.
-    assert(pos % CQ_UNIT_SIZE === 0 && pos + CQ_UNIT_SIZE <= f.fileSize, "queue {}-{}: a unit at byte {} of a {}-byte file", this.topic, this.queueId, pos, f.fileSize);
+    assert(
+      pos % CQ_UNIT_SIZE === 0 && pos + CQ_UNIT_SIZE <= f.fileSize,
+      "queue {}-{}: a unit at byte {} of a {}-byte file",
+      this.topic,
+      this.queueId,
+      pos,
+      f.fileSize,
+    );
     const freshPage = pos === 0 || Math.floor((pos + CQ_UNIT_SIZE - 1) / OS_PAGE_BYTES) !== Math.floor((pos - 1) / OS_PAGE_BYTES);
     const v = freshPage ? UNIT_VIEW : f.view;
     const at = freshPage ? 0 : pos;
@@ -258,7 +278,14 @@ export class ConsumeQueue {
     this.maxPhysicOffset = lastUnit && lastUnit.size !== CQ_FILLER_SIZE ? lastUnit.phyOffset + lastUnit.size : -1;
     // The walk stopped at a unit ending at or below the cut (or a filler, or the queue's start):
     // no unit left points past the CommitLog's new end.
-    assert(this.maxPhysicOffset <= phyOffset, "queue {}-{}: a unit ends at {} after a cut at {}", this.topic, this.queueId, this.maxPhysicOffset, phyOffset);
+    assert(
+      this.maxPhysicOffset <= phyOffset,
+      "queue {}-{}: a unit ends at {} after a cut at {}",
+      this.topic,
+      this.queueId,
+      this.maxPhysicOffset,
+      phyOffset,
+    );
   }
 
   /** Deletes whole files whose every unit points below `commitLogMinOffset`. */

@@ -187,7 +187,13 @@ export class Election {
     // The master role is taken only with the claim that names this replica at its epoch (#claim),
     // and left whenever etcd names another one (#sawMaster): a master that acknowledges writes
     // holds the record of its own election. Asked on every put: compares only.
-    assert(this.#master?.brokerId === this.#me.brokerId && this.#master.epoch === this.#epoch, "master of epoch {} holds the record of replica {} at epoch {}", this.#epoch, this.#master?.brokerId, this.#master?.epoch);
+    assert(
+      this.#master?.brokerId === this.#me.brokerId && this.#master.epoch === this.#epoch,
+      "master of epoch {} holds the record of replica {} at epoch {}",
+      this.#epoch,
+      this.#master?.brokerId,
+      this.#master?.epoch,
+    );
     return now < this.#renewedAt + this.#opts.leaseTtlMs - this.#margin();
   }
 
@@ -249,7 +255,12 @@ export class Election {
     this.#renewedAt = sentAt;
     const progress: ReplicaRecord = { ...this.#recordBase(), confirmedOffset: this.#progress.confirmedOffset(), epoch: this.#epoch };
     // Our own log's end, published for the election: the candidate with the highest one wins.
-    assert(Number.isSafeInteger(progress.confirmedOffset) && progress.confirmedOffset >= 0, "replica {} confirmed offset {}", this.#me.brokerId, progress.confirmedOffset);
+    assert(
+      Number.isSafeInteger(progress.confirmedOffset) && progress.confirmedOffset >= 0,
+      "replica {} confirmed offset {}",
+      this.#me.brokerId,
+      progress.confirmedOffset,
+    );
     await this.#kv.put(`${this.#prefix}replicas/${this.#me.brokerId}`, JSON.stringify(progress), this.#lease);
     const master = parse<MasterRecord>(await this.#kv.get(`${this.#prefix}master`));
     if (this.#stopped) return;
@@ -279,7 +290,14 @@ export class Election {
     if (this.#role === "master") this.#stepDown(`replica ${master.brokerId} is master at epoch ${master.epoch}`);
     // One master per epoch as this replica sees it: it follows another only once it holds no
     // master role itself.
-    assert(this.#role === "replica", "replica {} is {} while following replica {} at epoch {}", this.#me.brokerId, this.#role, master.brokerId, master.epoch);
+    assert(
+      this.#role === "replica",
+      "replica {} is {} while following replica {} at epoch {}",
+      this.#me.brokerId,
+      this.#role,
+      master.brokerId,
+      master.epoch,
+    );
     const changed = this.#master?.brokerId !== master.brokerId || this.#master.epoch !== master.epoch;
     this.#master = master;
     this.#epoch = Math.max(this.#epoch, master.epoch);
@@ -321,7 +339,13 @@ export class Election {
     );
     // The master is in its own sync state set (it is always in sync with itself): the minimum
     // in-sync count and the acknowledgements a SYNC_MASTER waits for (BrokerFailover) count on it.
-    assert(members.includes(this.#me.brokerId), "sync state set of {} members at epoch {} leaves out its master {}", members.length, this.#epoch, this.#me.brokerId);
+    assert(
+      members.includes(this.#me.brokerId),
+      "sync state set of {} members at epoch {} leaves out its master {}",
+      members.length,
+      this.#epoch,
+      this.#me.brokerId,
+    );
     if (written.succeeded) this.#syncMembers = members;
     if (written.succeeded) this.#log.info(`sync state set of epoch ${this.#epoch}: [${members.join(", ")}] (was [${current?.members.join(", ") ?? ""}])`);
   }

@@ -319,7 +319,13 @@ export class HAClient {
         assert(a.offset === before || store.commitLog.segments.length === 0, "replicated bytes at {}, but the log ends at {}", a.offset, before);
         const bad = store.appendReplicated(a.offset, a.data, a.damaged);
         if (bad) return this.#broken(link, `the store refused ${a.data.length} bytes at ${a.offset}: ${bad.invalid}`);
-        assert(store.maxPhyOffset === a.offset + a.data.length, "{} bytes replicated at {} left the log's end at {}", a.data.length, a.offset, store.maxPhyOffset);
+        assert(
+          store.maxPhyOffset === a.offset + a.data.length,
+          "{} bytes replicated at {} left the log's end at {}",
+          a.data.length,
+          a.offset,
+          store.maxPhyOffset,
+        );
         if (a.damaged !== undefined) {
           this.#o.log.rateLimited(
             "warn",

@@ -337,7 +337,13 @@ export class HAService {
       const bytes = seg.buf.subarray(pos, pos + n);
       c.transferOffset += n;
       // Only what this master wrote is streamed.
-      assert(c.transferOffset <= store.maxPhyOffset, "slave {}: streamed up to {}, past this master's end {}", c.addr, c.transferOffset, store.maxPhyOffset);
+      assert(
+        c.transferOffset <= store.maxPhyOffset,
+        "slave {}: streamed up to {}, past this master's end {}",
+        c.addr,
+        c.transferOffset,
+        store.maxPhyOffset,
+      );
       c.lastSendAt = this.#clock.now();
       // Small chunks (a send or two) go out as one write; large ones straight from the mapping.
       let parts: Uint8Array[];

@@ -210,9 +210,21 @@ export class RecordStream {
     }
     assert(at === this.#end, "record stream: appends end at {}, but the log end is {}", at, this.#end);
     if (this.#skipUntil > this.#pos) {
-      assert(this.#carry.length === 0 && this.#end === this.#skipUntil, "record stream: skipping to {} from {} with end {}", this.#skipUntil, this.#pos, this.#end);
+      assert(
+        this.#carry.length === 0 && this.#end === this.#skipUntil,
+        "record stream: skipping to {} from {} with end {}",
+        this.#skipUntil,
+        this.#pos,
+        this.#end,
+      );
     } else {
-      assert(this.#end + this.#carry.length === this.#pos, "record stream: end {} + {} carried bytes is not the stream position {}", this.#end, this.#carry.length, this.#pos);
+      assert(
+        this.#end + this.#carry.length === this.#pos,
+        "record stream: end {} + {} carried bytes is not the stream position {}",
+        this.#end,
+        this.#carry.length,
+        this.#pos,
+      );
     }
   }
 

@@ -216,15 +216,21 @@ export class ChunkDecoder {
         this.#bodyLen = 0;
       }
     }
-    // Between feeds at most one chunk is half read: its header (fewer than 12 bytes) or its body
-    // (a chunk gathered whole was handed out above), never both.
+    this.#checkBetweenFeeds();
+    return out;
+  }
+
+  /**
+   * Between feeds at most one chunk is half read: its header (fewer than 12 bytes) or its body (a
+   * chunk gathered whole was handed out), never both.
+   */
+  #checkBetweenFeeds(): void {
     assert(
       this.#body === null ? this.#headerLen < HA_HEADER_SIZE : this.#headerLen === 0 && this.#bodyLen < this.#body.length,
       "HA chunk decoder holds {} header bytes and {} body bytes",
       this.#headerLen,
       this.#bodyLen,
     );
-    return out;
   }
 
   #gatherBuffer(size: number): Uint8Array {

@@ -84,7 +84,12 @@ export class TimerHeap {
   /** Puts a popped entry back (its delivery failed and will be retried). */
   retry(e: TimerEntry): void {
     // Only a popped entry that was not delivered comes back; it is still pending, at or past the progress.
-    assert(!this.#done.has(e.cqOffset) && e.cqOffset >= this.progress, "timer heap: offset {} retried after delivery (progress {})", e.cqOffset, this.progress);
+    assert(
+      !this.#done.has(e.cqOffset) && e.cqOffset >= this.progress,
+      "timer heap: offset {} retried after delivery (progress {})",
+      e.cqOffset,
+      this.progress,
+    );
     this.#heap.push(e);
     this.#up(this.#heap.length - 1);
   }
@@ -93,7 +98,12 @@ export class TimerHeap {
   delivered(e: TimerEntry): void {
     // Each loaded entry is delivered once (popped once, then delivered or retried): a second
     // delivery, or one of an offset below the progress, would move the persisted progress wrongly.
-    assert(!this.#done.has(e.cqOffset) && e.cqOffset >= this.progress, "timer heap: offset {} delivered twice (progress {})", e.cqOffset, this.progress);
+    assert(
+      !this.#done.has(e.cqOffset) && e.cqOffset >= this.progress,
+      "timer heap: offset {} delivered twice (progress {})",
+      e.cqOffset,
+      this.progress,
+    );
     this.#done.add(e.cqOffset);
     while (this.#head < this.#pending.length && this.#done.delete(this.#pending[this.#head]!)) this.#head++;
     // What is safe to persist never passes what was loaded.
