@@ -6,6 +6,7 @@
  */
 import type { RemotingConnection } from "../remoting/index.ts";
 import type { SubscriptionData } from "./subscription.ts";
+import { assert } from "../common/assert.ts";
 
 export interface ClientChannel {
   clientId: string;
@@ -49,6 +50,11 @@ class MembershipIndex {
     let ids = groups.get(group);
     if (!ids) groups.set(group, (ids = new Set()));
     ids.add(clientId);
+  }
+
+  /** Whether `conn` is noted as carrying `clientId` of `group`. */
+  has(conn: RemotingConnection, group: string, clientId: string): boolean {
+    return this.#of.get(conn)?.get(group)?.has(clientId) ?? false;
   }
 
   /** What `conn` carried, forgotten: group → client ids. */
@@ -97,6 +103,15 @@ export class ConsumerManager {
     const membersChanged = !prev || prev.conn !== r.channel.conn;
     g.channels.set(r.channel.clientId, r.channel);
     if (membersChanged) this.#index.add(r.channel.conn, r.group, r.channel.clientId);
+    // Both ways consistent: a member of a group is noted under its connection (added when it joined
+    // or moved; only a close forgets a connection's notes, and takes its members with them), so a
+    // close never leaves a member behind.
+    assert(
+      this.#index.has(r.channel.conn, r.group, r.channel.clientId),
+      "consumer {} of group {} is not noted under its connection",
+      r.channel.clientId,
+      r.group,
+    );
     const subsChanged = updateSubscriptions(g.subscriptions, r.subscriptions);
     const changed = membersChanged || subsChanged;
     if (changed) this.#onMembersChanged(r.group, [...g.channels.values()]);
@@ -178,6 +193,8 @@ export class ConsumerManager {
   }
 
   #afterRemoval(g: ConsumerGroupInfo): void {
+    // Only a group that is still in the table loses members (every caller found it there).
+    assert(this.#groups.get(g.groupName) === g, "members removed from group {}, which is not in the table", g.groupName);
     if (g.channels.size === 0) {
       this.#groups.delete(g.groupName);
       return;
@@ -250,6 +267,8 @@ export class ProducerManager {
     if (!m) this.#groups.set(group, (m = new Map()));
     if (m.get(ch.clientId)?.conn !== ch.conn) this.#index.add(ch.conn, group, ch.clientId);
     m.set(ch.clientId, ch);
+    // As for consumers: a producer in a group is noted under its connection, so a close finds it.
+    assert(this.#index.has(ch.conn, group, ch.clientId), "producer {} of group {} is not noted under its connection", ch.clientId, group);
   }
 
   unregister(group: string, clientId: string): void {

@@ -20,6 +20,7 @@
  */
 import type { Clock, TimerHandle } from "../common/clock.ts";
 import type { Logger } from "../common/log.ts";
+import { assert } from "../common/assert.ts";
 import type { Config } from "../config/schema.ts";
 import { EtcdHttpClient, EtcdUnavailableError, type EtcdKv } from "../failover/etcd.ts";
 import { Election, type ElectionRole, type MasterRecord, type MasterRole } from "../failover/election.ts";
@@ -169,6 +170,15 @@ export class BrokerFailover {
   }
 
   #becameMaster(epoch: number, startOffset: number, masterRole: MasterRole | undefined): void {
+    // The election calls this right after it took the role for `epoch`: the broker promotes only
+    // for the epoch the election holds, so the epoch file and the HA stream name the same one.
+    assert(
+      this.#election?.role === "master" && this.#election.epoch === epoch,
+      "promoted for epoch {} while the election is {} at epoch {}",
+      epoch,
+      this.#election?.role,
+      this.#election?.epoch,
+    );
     appendEpoch(this.#o.storeDir, { epoch, startOffset });
     // No role known (every replica configured SLAVE, first epoch): synchronous when the group
     // asks for more than one in-sync replica.
@@ -178,6 +188,8 @@ export class BrokerFailover {
   }
 
   #follow(master: MasterRecord): void {
+    // The election steps down before it follows another master: never a master and a follower at once.
+    assert(this.#election?.role === "replica", "following replica {} at epoch {} while master", master.brokerId, master.epoch);
     this.#o.roles.follow({ addr: master.addr, haAddr: master.haAddr, epoch: master.epoch });
     if (this.#replicaId !== undefined) this.#o.roles.registerAs(this.#replicaId);
   }
@@ -220,6 +232,15 @@ export class BrokerFailover {
       this.#o.log.warn(`failover: the log past ${unsynced} was not flushed before the crash; cut there, the master sends it again`);
       this.#o.roles.truncate(unsynced, "unsynced");
     }
+    // A replica's store takes no puts (read-only while it follows), so the cuts above are the only
+    // change: the log the stream continues ends at or below the point it shares with the master.
+    assert(
+      this.#o.roles.confirmedOffset() <= point,
+      "replica log ends at {} after a cut at {} (was {})",
+      this.#o.roles.confirmedOffset(),
+      point,
+      localMax,
+    );
     writeEpochs(dir, remote);
     return null;
   }
@@ -228,7 +249,17 @@ export class BrokerFailover {
   fence(): string | null {
     // Also between stepping down and the store turning read-only (a round awaits etcd in between).
     const e = this.#election;
-    if (e?.writable()) return this.#inSyncShortage();
+    if (e?.writable()) {
+      // A master counts itself in sync (the in-sync shortage below counts on it). Asked before
+      // every put: a walk over a handful of ids, nothing allocated.
+      assert(
+        e.syncStateSet.includes(this.#replicaId ?? -1),
+        "writable master of epoch {}: replica {} not in its own sync state set",
+        e.epoch,
+        this.#replicaId,
+      );
+      return this.#inSyncShortage();
+    }
     if (e?.role !== "master") return `broker ${this.#o.broker.brokerName} is not the master of its group (automatic failover)`;
     return `broker ${this.#o.broker.brokerName} is fenced: its master lease (epoch ${e.epoch}) is not renewed, it acknowledges no write until it is`;
   }

@@ -9,6 +9,7 @@
  */
 import { nowOf, systemClock, type Clock, type TimerHandle } from "../common/clock.ts";
 import type { RemotingConnection } from "../remoting/index.ts";
+import { assert } from "../common/assert.ts";
 
 export interface HeldPull {
   conn: RemotingConnection;
@@ -20,6 +21,11 @@ export interface HeldPull {
   run: () => void;
   /** Called instead of `run` when the connection closed before the pull was answered. */
   drop?: () => void;
+}
+
+/** A parked pull as kept here: `settled` once it was run or dropped (each is answered once). */
+interface Parked extends HeldPull {
+  settled: boolean;
 }
 
 export interface HoldOptions {
@@ -34,7 +40,7 @@ export interface HoldOptions {
 export class PullRequestHoldService {
   readonly #o: HoldOptions;
   readonly #now: () => number;
-  readonly #held = new Map<string, HeldPull[]>();
+  readonly #held = new Map<string, Parked[]>();
   readonly #perConn = new Map<RemotingConnection, number>();
   /** Connections we already listen to for close (one listener each, however often they park). */
   readonly #watched = new WeakSet<RemotingConnection>();
@@ -79,7 +85,7 @@ export class PullRequestHoldService {
     const key = `${topic}@${queueId}`;
     let list = this.#held.get(key);
     if (!list) this.#held.set(key, (list = []));
-    list.push({ ...pull, deadline: this.#now() + Math.min(suspendMs, this.#o.holdMaxMs) });
+    list.push({ ...pull, deadline: this.#now() + Math.min(suspendMs, this.#o.holdMaxMs), settled: false });
     return true;
   }
 
@@ -96,8 +102,8 @@ export class PullRequestHoldService {
     const key = `${topic}@${queueId}`;
     const list = this.#held.get(key);
     if (!list) return;
-    const wake: HeldPull[] = [];
-    const keep: HeldPull[] = [];
+    const wake: Parked[] = [];
+    const keep: Parked[] = [];
     for (const h of list) {
       if (queueOffset >= h.offset && (!h.matches || h.matches(tagsCode))) wake.push(h);
       else keep.push(h);
@@ -109,6 +115,11 @@ export class PullRequestHoldService {
   }
 
   checkTimeouts(): void {
+    // Every parked pull is counted against its connection, and nothing else is (hold, #release
+    // and #dropConnection change both together): the per-connection cap holds what it says.
+    const counted = this.#countedPerConn();
+    const held = this.heldCount;
+    assert(counted === held, "{} pulls counted per connection, {} parked", counted, held);
     const now = this.#now();
     for (const [key, list] of this.#held) {
       const due = list.filter((h) => h.deadline <= now);
@@ -120,9 +131,19 @@ export class PullRequestHoldService {
     }
   }
 
-  #release(list: HeldPull[]): void {
+  #countedPerConn(): number {
+    let n = 0;
+    for (const c of this.#perConn.values()) n += c;
+    return n;
+  }
+
+  #release(list: Parked[]): void {
     for (const h of list) {
-      const n = (this.#perConn.get(h.conn) ?? 1) - 1;
+      // A pull leaves #held only here or with its connection (#dropConnection, which forgets the
+      // count too): one still parked was counted.
+      const counted = this.#perConn.get(h.conn) ?? 0;
+      assert(counted >= 1, "a parked pull released from a connection with {} counted", counted);
+      const n = counted - 1;
       if (n <= 0) this.#perConn.delete(h.conn);
       else this.#perConn.set(h.conn, n);
       settle(h);
@@ -136,13 +157,25 @@ export class PullRequestHoldService {
       if (keep.length === list.length) continue;
       if (keep.length === 0) this.#held.delete(key);
       else this.#held.set(key, keep);
-      for (const h of list) if (h.conn === conn) h.drop?.();
+      for (const h of list) {
+        if (h.conn !== conn) continue;
+        markSettled(h);
+        h.drop?.();
+      }
     }
   }
 }
 
 /** A released pull: re-run, or dropped when its connection closed meanwhile. */
-function settle(h: HeldPull): void {
+function settle(h: Parked): void {
+  markSettled(h);
   if (h.conn.closed) h.drop?.();
   else h.run();
+}
+
+function markSettled(h: Parked): void {
+  // Taken out of #held before it is settled, and never put back: a request is answered once (a
+  // second run would send a second response to one opaque).
+  assert(!h.settled, "a parked pull of offset {} settled twice", h.offset);
+  h.settled = true;
 }

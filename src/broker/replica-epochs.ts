@@ -27,6 +27,7 @@
  * electing the replica that has them.
  */
 import type { Logger } from "../common/log.ts";
+import { assert } from "../common/assert.ts";
 import { appendEpoch, consistentPoint, readEpochs, writeEpochs, type EpochEntry } from "../failover/replica-files.ts";
 
 /** RocketMQ 5's EpochEntryCache, the body of GET_BROKER_EPOCH_CACHE (1007). */
@@ -68,6 +69,9 @@ export function startMasterEpoch(dir: string, logEnd: number, log: Logger): Epoc
     epochs = kept;
   }
   const entry = { epoch: (epochs.at(-1)?.epoch ?? 0) + 1, startOffset: logEnd };
+  // Entries past the log's end were dropped above, so the new epoch starts at or after the last
+  // one (appendEpoch would refuse it otherwise, and a master would not start).
+  assert(entry.startOffset >= (epochs.at(-1)?.startOffset ?? 0), "epoch {} at {} starts before the last one", entry.epoch, entry.startOffset);
   appendEpoch(dir, entry);
   return entry;
 }
@@ -97,5 +101,7 @@ export function reconcileWithMaster(dir: string, store: ReplicaStore, cache: Epo
     log.warn(`replication: this log parts from the master's at ${point} (its end ${localMax}); cut there (MessageStore logs what it kept aside)`);
     store.truncateTail(point);
   }
+  // Checked after the cut as before it (consistentPoint): the slave's log now ends where the two agree.
+  assert(store.maxPhyOffset <= point, "slave log ends at {} after a cut at {}", store.maxPhyOffset, point);
   writeEpochs(dir, cache.epochList.map((e) => ({ epoch: e.epoch, startOffset: e.startOffset })));
 }

@@ -13,6 +13,7 @@
  * The committed offset of a queue is the lowest offset still being handled (or the next pull
  * offset when none is), so a crash re-delivers at most what was in flight: at-least-once.
  */
+import { assert } from "../common/assert.ts";
 import { RequestCode, ResponseCode } from "../remoting/index.ts";
 import { ClientInstance, errText, type ClientInstanceOptions } from "./client-instance.ts";
 import {
@@ -589,6 +590,9 @@ export class PushConsumer {
 
   #done(pq: ProcessQueue, msg: MessageExt): void {
     if (pq.inFlight.delete(msg.queueOffset)) pq.bytes -= msg.body.length;
+    // Each deletion takes back the bytes of one message added in #dispatch: the flow control's
+    // byte count never goes below zero (it would let pulls run past pullThresholdSizeForQueueBytes).
+    assert(pq.bytes >= 0, "process queue of {} holds {} bytes", pq.mq.topic, pq.bytes);
     if (!pq.dropped) this.#offsets.update(pq.mq, pq.committable());
   }
 

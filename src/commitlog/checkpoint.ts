@@ -17,6 +17,7 @@
  * scans the whole CommitLog, which is slower but never wrong.
  */
 import { nodeDisk, type StoreDisk } from "./disk.ts";
+import { assert } from "../common/assert.ts";
 
 export const CHECKPOINT_MAGIC = 0x52424350; // "RBCP"
 export const CHECKPOINT_VERSION = 1;
@@ -36,11 +37,29 @@ function setLong(v: DataView, pos: number, n: number): void {
   v.setUint32(pos + 4, n >>> 0);
 }
 
+function isLong(n: number): boolean {
+  return Number.isSafeInteger(n) && n >= 0;
+}
+
 function getLong(v: DataView, pos: number): number {
   return v.getUint32(pos) * TWO_32 + v.getUint32(pos + 4);
 }
 
 export function encodeCheckpoint(c: Checkpoint): Uint8Array {
+  // The store's own positions and times: whole and non-negative, or the words below would write
+  // another number than the one meant (decodeCheckpoint checks the bytes, not the meaning).
+  assert(
+    isLong(c.commitLogFlushedOffset) && isLong(c.dispatchedOffset),
+    "checkpoint of flushed {}, dispatched {}",
+    c.commitLogFlushedOffset,
+    c.dispatchedOffset,
+  );
+  assert(
+    isLong(c.indexCheckpointTimestamp) && isLong(c.writtenAt),
+    "checkpoint of index time {}, written at {}",
+    c.indexCheckpointTimestamp,
+    c.writtenAt,
+  );
   const out = new Uint8Array(CHECKPOINT_SIZE);
   const v = new DataView(out.buffer);
   v.setUint32(0, CHECKPOINT_MAGIC);

@@ -325,6 +325,14 @@ export class CommitLog {
       this.#writeError = e instanceof Error ? e : new Error(String(e));
       return { invalid: this.#writeError.message };
     }
+    // Checked to continue the log and stay in one segment (above): the bytes end where the log now ends.
+    assert(
+      file.fileFromOffset + file.wrotePosition === this.#appendedEnd,
+      "replicated bytes at {} end at {}, the segment at {}",
+      offset,
+      this.#appendedEnd,
+      file.fileFromOffset + file.wrotePosition,
+    );
     return null;
   }
 
@@ -407,6 +415,9 @@ export class CommitLog {
     // A skipped segment (too few dirty pages) keeps the durable end where it starts lagging.
     const durable = Math.min(target, this.#files.flushedOffset);
     if (durable > this.#flushedOffset) this.#flushedOffset = durable;
+    // Durable means written first: a round that a cut overtook must not leave the durable end past
+    // the log's (the checkpoint would claim bytes that are not there).
+    assert(this.#flushedOffset <= this.maxOffset, "durable end {} past the log's end {}", this.#flushedOffset, this.maxOffset);
     const done = this.#waiters.filter((w) => w.offset <= this.#flushedOffset);
     this.#waiters = this.#waiters.filter((w) => w.offset > this.#flushedOffset);
     for (const w of done) {

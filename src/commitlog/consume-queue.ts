@@ -149,6 +149,26 @@ export class ConsumeQueue {
       at += CQ_UNIT_SIZE;
     }
     this.#writeUnit(phyOffset, size, tagsCode);
+    // The unit went to its queue offset (fillers padded up to it, a stale tail cut back to it):
+    // the queue now ends right after it. A compare on the send path, nothing allocated.
+    assert(
+      this.#files.maxOffset === expected + CQ_UNIT_SIZE,
+      "queue {}-{}: unit {} written, but the queue ends at byte {}",
+      this.topic,
+      this.queueId,
+      cqOffset,
+      this.#files.maxOffset,
+    );
+    if (from === "rewrite") {
+      // Recovery (a cold path): read back what was just written, the check a reader makes later.
+      assert(
+        this.#unitEquals(expected, phyOffset, size, tagsCode),
+        "queue {}-{}: unit {} does not read back as written",
+        this.topic,
+        this.queueId,
+        cqOffset,
+      );
+    }
     this.maxPhysicOffset = phyOffset + size;
     return result;
   }
@@ -172,6 +192,15 @@ export class ConsumeQueue {
   #writeUnit(phyOffset: number, size: number, tagsCode: number): void {
     const f = this.#files.lastWritable(0);
     const pos = f.wrotePosition;
+    // Files hold whole units (unitsPerFile × 20 bytes) and lastWritable has room: a unit never straddles two files.
+    assert(
+      pos % CQ_UNIT_SIZE === 0 && pos + CQ_UNIT_SIZE <= f.fileSize,
+      "queue {}-{}: a unit at byte {} of a {}-byte file",
+      this.topic,
+      this.queueId,
+      pos,
+      f.fileSize,
+    );
     const freshPage = pos === 0 || Math.floor((pos + CQ_UNIT_SIZE - 1) / OS_PAGE_BYTES) !== Math.floor((pos - 1) / OS_PAGE_BYTES);
     const v = freshPage ? UNIT_VIEW : f.view;
     const at = freshPage ? 0 : pos;
@@ -225,6 +254,8 @@ export class ConsumeQueue {
       if (!u || (u.size !== CQ_FILLER_SIZE && u.phyOffset >= commitLogMinOffset)) break;
       off++;
     }
+    // The walk starts at the min offset and only moves forward: a consumer's readable range never grows back.
+    assert(off * CQ_UNIT_SIZE >= this.#minLogicOffset, "queue {}-{}: min offset moved back to {}", this.topic, this.queueId, off);
     this.#minLogicOffset = off * CQ_UNIT_SIZE;
   }
 
@@ -245,6 +276,16 @@ export class ConsumeQueue {
     this.#files.truncateDirty(off * CQ_UNIT_SIZE);
     const lastUnit = off > this.minOffset ? this.get(off - 1) : undefined;
     this.maxPhysicOffset = lastUnit && lastUnit.size !== CQ_FILLER_SIZE ? lastUnit.phyOffset + lastUnit.size : -1;
+    // The walk stopped at a unit ending at or below the cut (or a filler, or the queue's start):
+    // no unit left points past the CommitLog's new end.
+    assert(
+      this.maxPhysicOffset <= phyOffset,
+      "queue {}-{}: a unit ends at {} after a cut at {}",
+      this.topic,
+      this.queueId,
+      this.maxPhysicOffset,
+      phyOffset,
+    );
   }
 
   /** Deletes whole files whose every unit points below `commitLogMinOffset`. */

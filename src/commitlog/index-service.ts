@@ -23,6 +23,7 @@
  * rethrown by every later buildIndex/flush, and the caller stops indexing until restart.
  * Files that fail validation at load are input (docs/CONVENTIONS.md §2): they are deleted and reported.
  */
+import { assert } from "../common/assert.ts";
 import { join } from "node:path";
 import { MessageConst } from "../protocol/message-const.ts";
 import { SysFlag, transactionType } from "../protocol/sys-flag.ts";
@@ -217,7 +218,8 @@ export class IndexService {
         if (file.putHash(hash, rec.phyOffset, rec.storeTimestamp)) continue;
         file = this.#roll();
         // A fresh file holds indexNum - 1 >= 1 keys, so this cannot fail unless the code is wrong.
-        if (!file.putHash(hash, rec.phyOffset, rec.storeTimestamp)) throw new Error(`fresh index file ${file.path} refused a key`);
+        const taken = file.putHash(hash, rec.phyOffset, rec.storeTimestamp);
+        assert(taken, "fresh index file {} refused a key", file.path);
       }
     } catch (e) {
       throw this.#fail(e);
@@ -296,6 +298,8 @@ export class IndexService {
         e.file.clampEndPhyOffset(phyOffset);
       }
     }
+    // Files starting past the cut went, the rest end at it: nothing indexed claims a record past it.
+    assert(this.maxPhyOffsetIndexed() <= Math.max(phyOffset, 0), "index ends at {} after a cut at {}", this.maxPhyOffsetIndexed(), phyOffset);
     return deleted;
   }
 
@@ -375,7 +379,7 @@ export class IndexService {
 
   #assertLoaded(): void {
     // Using the service before load() would create files that shadow the ones on disk.
-    if (!this.#loaded) throw new Error("IndexService used before load()");
+    assert(this.#loaded, "IndexService used before load()");
   }
 
   #assertWritable(): void {
@@ -407,6 +411,9 @@ export class IndexService {
       opts.beginPhyOffset = prev.endPhyOffset;
     }
     const file = IndexFile.create(join(this.dir, name), opts, this.#disk);
+    // Names sort in creation order (#newName goes past every name in the directory): queries walk
+    // the files newest first and load() orders them by name.
+    assert(this.#files.length === 0 || this.#files.at(-1)!.name < name, "index file {} created after {}", name, this.#files.at(-1)?.name);
     this.#files.push({ name, file });
     // The new name made durable off the event loop; the next checkpoint flush waits for it.
     const synced = this.#disk.syncDirAsync(this.dir).then(() => {

@@ -7,6 +7,7 @@
  * repaired silently; a wrong-sized file stops the load (SegmentSizeError).
  */
 import { join } from "node:path";
+import { assert } from "../common/assert.ts";
 import { nodeDisk, removeInterruptedCreates, type StoreDisk } from "./disk.ts";
 import { fileNameToOffset, MappedFile, offsetToFileName } from "./mapped-file.ts";
 
@@ -100,7 +101,12 @@ export class MappedFileQueue {
    * least-pages flushing any file may lag, not only the last, so every file is looked at.
    */
   get flushedOffset(): number {
-    for (const f of this.files) if (f.flushedPosition < f.wrotePosition) return f.fileFromOffset + f.flushedPosition;
+    for (const f of this.files) {
+      // MappedFile's invariant (flushed ≤ written), which a flush racing a cut once broke: the
+      // durable end, and the checkpoint built on it, would then claim bytes never synced.
+      assert(f.flushedPosition <= f.wrotePosition, "{}: flushed to {}, past the written end {}", f.path, f.flushedPosition, f.wrotePosition);
+      if (f.flushedPosition < f.wrotePosition) return f.fileFromOffset + f.flushedPosition;
+    }
     return this.maxOffset;
   }
 
@@ -112,6 +118,8 @@ export class MappedFileQueue {
     while (this.files.length > 0 && this.files.at(-1)!.fileFromOffset >= offset) this.files.pop()!.destroy();
     const last = this.last;
     if (last) last.truncateTo(Math.min(offset - last.fileFromOffset, last.wrotePosition));
+    // Nothing at or past the cut is left (the next append starts there, or earlier).
+    assert(this.maxOffset <= Math.max(offset, 0), "{}: cut at {} leaves the end at {}", this.dir, offset, this.maxOffset);
   }
 
   /** Deletes whole files from the front while `canDelete(file)` holds, never the last one. */

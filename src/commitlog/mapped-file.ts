@@ -30,6 +30,7 @@
  * a device flush, so with thousands of queues a 20-byte ConsumeQueue unit must not cost one.
  */
 import { basename } from "node:path";
+import { assert } from "../common/assert.ts";
 import { nodeDisk, type SegmentFile, type StoreDisk } from "./disk.ts";
 
 export const FILE_NAME_DIGITS = 20;
@@ -81,6 +82,8 @@ export class MappedFile {
   #stage: Uint8Array | null = null;
   #stageView: DataView | null = null;
   #stagedBytes = 0;
+  /** Cuts so far (truncateTo): a flush that started before a cut cannot vouch for bytes after it. */
+  #cuts = 0;
   /**
    * Set on every use of the mapping; the release sweep clears it and unmaps a file found
    * untouched on two sweeps in a row (a flag, not a clock read: this is on the hot path).
@@ -221,6 +224,8 @@ export class MappedFile {
 
   /** Takes back the last `length` reserved bytes (an encode failed half way). */
   unreserve(length: number): void {
+    // Called right after a reserve of `length`, before anything could commit it.
+    assert(length <= this.#stagedBytes, "{}: {} bytes taken back, {} staged", this.path, length, this.#stagedBytes);
     const n = Math.min(length, this.#stagedBytes);
     this.#stagedBytes -= n;
     this.wrotePosition -= n;
@@ -230,6 +235,8 @@ export class MappedFile {
   commit(): void {
     const n = this.#stagedBytes;
     if (n === 0 || this.#closed) return;
+    // Staged bytes were never flushed (every flush and cut commits first): the header's invariant.
+    assert(n <= this.wrotePosition - this.flushedPosition, "{}: {} staged bytes below the flushed position {}", this.path, n, this.flushedPosition);
     this.pwrite(this.#stage!.subarray(0, n), this.wrotePosition - n);
     this.#stagedBytes = 0;
   }
@@ -273,11 +280,15 @@ export class MappedFile {
   flushAsync(leastPages = 0): Promise<number> {
     if (this.#stagedBytes !== 0) this.commit();
     const upTo = this.wrotePosition;
+    const cuts = this.#cuts;
     if (!this.isAbleToFlush(leastPages)) return Promise.resolve(this.flushedPosition);
     return new Promise((resolve, reject) => {
       this.#file.sync((err) => {
         if (err) return reject(err);
-        if (upTo > this.flushedPosition) this.flushedPosition = upTo;
+        // A cut while the sync ran (a replica's truncateTail) moved the write position back and
+        // the flushed one with it; bytes written at those positions since were not part of this
+        // sync, so it vouches for nothing (the cut synced what it kept).
+        if (cuts === this.#cuts && upTo > this.flushedPosition) this.flushedPosition = upTo;
         resolve(this.flushedPosition);
       });
     });
@@ -291,6 +302,8 @@ export class MappedFile {
    * the cut records back, whole and valid (found by the HA simulation, seeds 4, 8 and 14).
    */
   truncateTo(position: number): void {
+    // A cut moves the end back, never forward (MappedFileQueue.truncateDirty caps it at the written end).
+    assert(position >= 0 && position <= this.wrotePosition, "{}: cut at {} with the written end at {}", this.path, position, this.wrotePosition);
     if (this.#stagedBytes !== 0) this.commit();
     const end = Math.min(this.wrotePosition, this.fileSize);
     let zeroed = false;
@@ -314,6 +327,7 @@ export class MappedFile {
       }
     }
     if (zeroed) this.#file.syncSync();
+    this.#cuts++;
     this.wrotePosition = position;
     if (this.flushedPosition > position) this.flushedPosition = position;
   }

@@ -41,6 +41,7 @@
  */
 import type { Clock, TimerHandle } from "../common/clock.ts";
 import type { Logger } from "../common/log.ts";
+import { assert } from "../common/assert.ts";
 import { EtcdUnavailableError, type EtcdKv, type KeyValue, type LeaseId } from "./etcd.ts";
 
 export const CLAIM_GRACE_TICKS = 3;
@@ -182,7 +183,18 @@ export class Election {
 
   /** The send path's question: may a write be acknowledged now? (fencing, at the top of this file) */
   writable(now = this.#clock.now()): boolean {
-    return this.#role === "master" && now < this.#renewedAt + this.#opts.leaseTtlMs - this.#margin();
+    if (this.#role !== "master") return false;
+    // The master role is taken only with the claim that names this replica at its epoch (#claim),
+    // and left whenever etcd names another one (#sawMaster): a master that acknowledges writes
+    // holds the record of its own election. Asked on every put: compares only.
+    assert(
+      this.#master?.brokerId === this.#me.brokerId && this.#master.epoch === this.#epoch,
+      "master of epoch {} holds the record of replica {} at epoch {}",
+      this.#epoch,
+      this.#master?.brokerId,
+      this.#master?.epoch,
+    );
+    return now < this.#renewedAt + this.#opts.leaseTtlMs - this.#margin();
   }
 
   /** Renewals every third of the TTL; a renewal older than two thirds of it fences the master. */
@@ -242,6 +254,13 @@ export class Election {
     }
     this.#renewedAt = sentAt;
     const progress: ReplicaRecord = { ...this.#recordBase(), confirmedOffset: this.#progress.confirmedOffset(), epoch: this.#epoch };
+    // Our own log's end, published for the election: the candidate with the highest one wins.
+    assert(
+      Number.isSafeInteger(progress.confirmedOffset) && progress.confirmedOffset >= 0,
+      "replica {} confirmed offset {}",
+      this.#me.brokerId,
+      progress.confirmedOffset,
+    );
     await this.#kv.put(`${this.#prefix}replicas/${this.#me.brokerId}`, JSON.stringify(progress), this.#lease);
     const master = parse<MasterRecord>(await this.#kv.get(`${this.#prefix}master`));
     if (this.#stopped) return;
@@ -269,6 +288,16 @@ export class Election {
       return;
     }
     if (this.#role === "master") this.#stepDown(`replica ${master.brokerId} is master at epoch ${master.epoch}`);
+    // One master per epoch as this replica sees it: it follows another only once it holds no
+    // master role itself.
+    assert(
+      this.#role === "replica",
+      "replica {} is {} while following replica {} at epoch {}",
+      this.#me.brokerId,
+      this.#role,
+      master.brokerId,
+      master.epoch,
+    );
     const changed = this.#master?.brokerId !== master.brokerId || this.#master.epoch !== master.epoch;
     this.#master = master;
     this.#epoch = Math.max(this.#epoch, master.epoch);
@@ -282,6 +311,8 @@ export class Election {
     const window = this.#opts.inSyncWithinMs() + this.#roundMs();
     while (this.#history.length > 1 && this.#history[1]![0] <= now - window) this.#history.shift();
     // Where the log stood `window` ago (the oldest point kept; at the start of an epoch: where it started).
+    // The history starts with the claim and only the newest point is ever kept alone: never empty.
+    assert(this.#history.length > 0, "master of epoch {} has no log history", this.#epoch);
     const required = this.#history[0]![1];
     const [syncKv, replicas] = await Promise.all([this.#kv.get(`${this.#prefix}syncStateSet`), this.#kv.getPrefix(`${this.#prefix}replicas/`)]);
     const current = parse<SyncStateSet>(syncKv);
@@ -305,6 +336,15 @@ export class Election {
           : { key: `${this.#prefix}syncStateSet`, target: "MOD", result: "EQUAL", modRevision: syncKv.modRevision },
       ],
       [{ put: `${this.#prefix}syncStateSet`, value: JSON.stringify({ epoch: this.#epoch, members } satisfies SyncStateSet) }],
+    );
+    // The master is in its own sync state set (it is always in sync with itself): the minimum
+    // in-sync count and the acknowledgements a SYNC_MASTER waits for (BrokerFailover) count on it.
+    assert(
+      members.includes(this.#me.brokerId),
+      "sync state set of {} members at epoch {} leaves out its master {}",
+      members.length,
+      this.#epoch,
+      this.#me.brokerId,
     );
     if (written.succeeded) this.#syncMembers = members;
     if (written.succeeded) this.#log.info(`sync state set of epoch ${this.#epoch}: [${members.join(", ")}] (was [${current?.members.join(", ") ?? ""}])`);

@@ -16,6 +16,7 @@
  */
 import { join } from "node:path";
 import { readTextFile, writeFileAtomic } from "../common/atomic-file.ts";
+import { assert } from "../common/assert.ts";
 import type { EtcdKv } from "./etcd.ts";
 
 export const REPLICA_ID_FILE = "failover.json";
@@ -95,6 +96,9 @@ export function appendEpoch(dir: string, entry: EpochEntry): EpochEntry[] {
   if (last && (entry.epoch < last.epoch || entry.startOffset < last.startOffset)) {
     throw new Error(`epoch ${entry.epoch} at ${entry.startOffset} cannot follow epoch ${last.epoch} at ${last.startOffset}`);
   }
+  // An epoch starts at this replica's own log end (its confirmed offset when elected, or where a
+  // fixed master's recovery left it): a whole offset, so the line reads back (readEpochs).
+  assert(Number.isSafeInteger(entry.startOffset) && entry.startOffset >= 0, "epoch {} starting at offset {}", entry.epoch, entry.startOffset);
   all.push(entry);
   writeFileAtomic(join(dir, EPOCH_FILE), all.map((e) => `${e.epoch} ${e.startOffset}\n`).join(""));
   return all;
@@ -123,7 +127,13 @@ export function consistentPoint(local: readonly EpochEntry[], localMax: number, 
     const l = local[i]!;
     const j = remote.findIndex((r) => r.epoch === l.epoch);
     if (j < 0 || remote[j]!.startOffset !== l.startOffset) continue;
-    return Math.min(endOf(local, i, localMax), endOf(remote, j, remoteMax));
+    return cut(Math.min(endOf(local, i, localMax), endOf(remote, j, remoteMax)), localMax);
   }
-  return Math.min(localMax, remote[0]?.startOffset ?? remoteMax);
+  return cut(Math.min(localMax, remote[0]?.startOffset ?? remoteMax), localMax);
+}
+
+/** A consistent point only ever shortens the replica's log (the remote numbers cannot stretch it). */
+function cut(point: number, localMax: number): number {
+  assert(point <= localMax, "consistent point {} past the replica's end {}", point, localMax);
+  return point;
 }

@@ -16,6 +16,7 @@
  */
 import { systemClock, type Clock, type TimerHandle } from "../common/clock.ts";
 import type { Logger } from "../common/log.ts";
+import { assert } from "../common/assert.ts";
 import type { DecodedRecord } from "../common/message-record.ts";
 import type { MessageStore } from "../commitlog/index.ts";
 import { LagTracker } from "./lag.ts";
@@ -91,6 +92,8 @@ interface Link {
    * newer, so the master never reads half a report followed by another one.
    */
   unsent: Uint8Array | null;
+  /** The last offset reported on this connection (-1: none yet). */
+  reported: number;
 }
 
 /** More unsent report bytes than this: the master stopped reading; the connection is dropped. */
@@ -219,6 +222,7 @@ export class HAClient {
       closed: false,
       epoch: undefined,
       unsent: null,
+      reported: -1,
     };
     let timer: TimerHandle | undefined;
     try {
@@ -255,6 +259,9 @@ export class HAClient {
 
   /** The connection is up: it is the current one; the replica names itself, then reports. */
   #connected(link: Link, socket: HaSocket): void {
+    // One attempt at a time (#connecting), made only while no connection is current: two current
+    // links would write two streams into one log.
+    assert(this.#link === null, "HA link to {} connected while the one to {} is current", link.addr, this.#link?.addr);
     link.socket = socket;
     this.#link = link;
     this.#lastReceiveAt = this.#now();
@@ -267,7 +274,13 @@ export class HAClient {
   #report(link: Link): void {
     if (!link.socket || link.closed) return;
     this.#lastReportAt = this.#now();
-    this.#write(link, encodeReport(this.#o.store.maxPhyOffset));
+    const offset = this.#o.store.maxPhyOffset;
+    // What this replica acknowledges only grows on one connection: its log is cut only before a
+    // connection (beforeConnect), and while it is current only this link appends to it. A report
+    // that went back would release a SYNC_MASTER put for bytes this replica no longer holds.
+    assert(offset >= link.reported, "replica reports {} to {} after reporting {}", offset, link.addr, link.reported);
+    link.reported = offset;
+    this.#write(link, encodeReport(offset));
   }
 
   /** Writes `bytes` after whatever is unsent (null: only that, on drain). */
@@ -300,8 +313,19 @@ export class HAClient {
       const r = link.records.feed(f.offset, f.data);
       // Verified records before a fault are written even when the stream then breaks.
       for (const a of r.appends) {
+        // The record stream started at this log's end and only this link writes to it (a replica's
+        // store takes no puts): every append lands at the end, and moves it by its length.
+        const before = store.maxPhyOffset;
+        assert(a.offset === before || store.commitLog.segments.length === 0, "replicated bytes at {}, but the log ends at {}", a.offset, before);
         const bad = store.appendReplicated(a.offset, a.data, a.damaged);
         if (bad) return this.#broken(link, `the store refused ${a.data.length} bytes at ${a.offset}: ${bad.invalid}`);
+        assert(
+          store.maxPhyOffset === a.offset + a.data.length,
+          "{} bytes replicated at {} left the log's end at {}",
+          a.data.length,
+          a.offset,
+          store.maxPhyOffset,
+        );
         if (a.damaged !== undefined) {
           this.#o.log.rateLimited(
             "warn",

@@ -16,6 +16,7 @@ import type { MessageStore } from "../commitlog/index.ts";
 import { encodeChunkHeader, encodeEpochFrame, HA_HEADER_SIZE, ReportDecoder } from "./transfer.ts";
 import { tcpTransport, type HaListener, type HaSocket, type HaSocketEvents, type HaTransport } from "./transport.ts";
 import { allocUninitialized } from "../common/bytes.ts";
+import { assert } from "../common/assert.ts";
 
 export interface HAServiceOptions {
   host: string;
@@ -120,6 +121,8 @@ export class HAService {
   }
 
   attachStore(store: MessageStore): void {
+    // One store for the service's life: the offsets its slaves reported name bytes of this log.
+    assert(this.#store === null || this.#store === store, "HA service attached to a second store");
     this.#store = store;
     // Reports that arrived before the store was open are applied now.
     for (const c of [...this.#slaves]) if (c.reported >= 0) this.#applyReport(c, c.reported);
@@ -161,6 +164,10 @@ export class HAService {
    * now, but it is not one the next master is chosen from.
    */
   waitForAck(offset: number, timeoutMs: number, acks = 1, eligible?: AckEligible): Promise<AckResult> {
+    // The broker asks only for a put it stored (an end offset of this log), and answers a put that
+    // needs no acknowledgement itself: a wait for 0 acks would resolve on the first slave's report.
+    assert(Number.isSafeInteger(offset) && offset >= 0, "SYNC_MASTER wait for offset {}", offset);
+    assert(Number.isInteger(acks) && acks >= 1, "SYNC_MASTER wait for {} acknowledgements at {}", acks, offset);
     if (this.#ackedBy(acks, eligible) >= offset) return Promise.resolve("OK");
     const max = this.#store?.maxPhyOffset ?? 0;
     let usable = 0;
@@ -271,6 +278,9 @@ export class HAService {
       return;
     }
     c.ackOffset = offset;
+    // What a slave acknowledges this master wrote (a report past the end was refused above): a
+    // SYNC_MASTER put released by it is really held by the slave.
+    assert(c.ackOffset <= store.maxPhyOffset, "slave {} acknowledged {} past this master's end {}", c.addr, c.ackOffset, store.maxPhyOffset);
     if (offset >= store.maxPhyOffset) c.caughtUpAt = this.#clock.now();
     if (c.transferOffset < 0) {
       // First report: where replication starts. An empty slave gets everything still retained.
@@ -318,9 +328,22 @@ export class HAService {
       const pos = c.transferOffset - seg.fileFromOffset;
       const n = Math.min(this.#o.batchBytes, seg.wrotePosition - pos);
       if (n <= 0) break;
+      // segmentFor found the segment holding the offset, and a chunk ends at its written end: a
+      // chunk never crosses a segment end (./transfer.ts), as the slave's record checks need.
+      assert(pos >= 0 && pos + n <= seg.fileSize, "HA chunk [{}, +{}) crosses the end of the segment at {}", c.transferOffset, n, seg.fileFromOffset);
+      // Bytes left by a backed-up socket go first (above): a new chunk behind them would reorder the stream.
+      assert(c.pending.length === 0, "slave {}: a chunk at {} queued behind {} unsent parts", c.addr, c.transferOffset, c.pending.length);
       const header = encodeChunkHeader(c.transferOffset, n);
       const bytes = seg.buf.subarray(pos, pos + n);
       c.transferOffset += n;
+      // Only what this master wrote is streamed.
+      assert(
+        c.transferOffset <= store.maxPhyOffset,
+        "slave {}: streamed up to {}, past this master's end {}",
+        c.addr,
+        c.transferOffset,
+        store.maxPhyOffset,
+      );
       c.lastSendAt = this.#clock.now();
       // Small chunks (a send or two) go out as one write; large ones straight from the mapping.
       let parts: Uint8Array[];

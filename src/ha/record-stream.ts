@@ -51,6 +51,7 @@ import {
   type DecodedRecord,
 } from "../common/message-record.ts";
 import { resyncPointAt } from "../commitlog/index.ts";
+import { assert } from "../common/assert.ts";
 
 const HEADER = 8;
 const PHYSICAL_OFFSET_END = OFFSET_PHYSICAL_OFFSET + SIZE_PHYSICAL_OFFSET;
@@ -119,6 +120,9 @@ export class RecordStream {
    * where the previous stream met bad bytes (its `damageAt`); only there is damage taken.
    */
   constructor(segmentBytes: number, end: number | null, acceptDamageAt = -1) {
+    // The caller's own log end (HAClient): where every check below starts counting.
+    assert(end === null || (Number.isSafeInteger(end) && end >= 0), "record stream from log end {}", end);
+    assert(Number.isInteger(segmentBytes) && segmentBytes > 0, "record stream with segments of {} bytes", segmentBytes);
     this.#segmentBytes = segmentBytes;
     this.#end = end ?? -1;
     this.#pos = this.#end;
@@ -156,6 +160,7 @@ export class RecordStream {
       this.#end = this.#pos = offset;
     }
     if (offset !== this.#pos) return fail(`chunk at offset ${offset}, expected ${this.#pos}`);
+    const from = this.#end;
     let rest = data;
     while (rest.length > 0) {
       if (this.#skipUntil > this.#pos) {
@@ -187,7 +192,40 @@ export class RecordStream {
       // What is left is the start of one record (or BLANK marker), or damaged bytes not yet judged: keep a copy.
       this.#carry = buf === this.#carry && used === 0 ? buf : this.#carryKeep(buf.subarray(used));
     }
+    this.#checkBookkeeping(from, out);
     return out;
+  }
+
+  /**
+   * After a feed that did not break: the appends handed out continue the log from `from` with no
+   * gap or overlap and end at #end (the caller writes each at its log's end), and every stream
+   * byte is accounted for: appended, carried (#end + carry = #pos), or inside a BLANK region
+   * appended whole whose stream bytes are still to be skipped (then nothing is carried).
+   */
+  #checkBookkeeping(from: number, out: FeedResult): void {
+    let at = from;
+    for (const a of out.appends) {
+      assert(a.offset === at, "record stream: an append at {} where the previous one ended at {}", a.offset, at);
+      at += a.data.length;
+    }
+    assert(at === this.#end, "record stream: appends end at {}, but the log end is {}", at, this.#end);
+    if (this.#skipUntil > this.#pos) {
+      assert(
+        this.#carry.length === 0 && this.#end === this.#skipUntil,
+        "record stream: skipping to {} from {} with end {}",
+        this.#skipUntil,
+        this.#pos,
+        this.#end,
+      );
+    } else {
+      assert(
+        this.#end + this.#carry.length === this.#pos,
+        "record stream: end {} + {} carried bytes is not the stream position {}",
+        this.#end,
+        this.#carry.length,
+        this.#pos,
+      );
+    }
   }
 
   /** The carry with `more` added, in the carry's buffer (grown if needed). */

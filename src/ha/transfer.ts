@@ -31,6 +31,8 @@
  *
  * The decoders are pure (no IO) and take any TCP split (transfer.test.ts cuts at every offset).
  */
+import { assert } from "../common/assert.ts";
+
 export const HA_REPORT_SIZE = 8;
 export const HA_HEADER_SIZE = 8 + 4;
 /** Upper bound on a chunk we accept (a Java master sends ≤ 32 KiB; ours ≤ haTransferBatchBytes). */
@@ -39,6 +41,8 @@ export const HA_CHUNK_MAX_BYTES = 16 * 1024 * 1024;
 const TWO_32 = 2 ** 32;
 
 export function encodeReport(offset: number): Uint8Array {
+  // Our own log end: a whole, non-negative number (the words below would silently wrap anything else).
+  assert(Number.isSafeInteger(offset) && offset >= 0, "HA report of offset {}", offset);
   const b = new Uint8Array(HA_REPORT_SIZE);
   const v = new DataView(b.buffer);
   v.setUint32(0, Math.floor(offset / TWO_32));
@@ -47,6 +51,10 @@ export function encodeReport(offset: number): Uint8Array {
 }
 
 export function encodeChunkHeader(offset: number, size: number): Uint8Array {
+  // The master streams its own log: a real offset, and a size that fits the field (a slave refuses
+  // more than HA_CHUNK_MAX_BYTES; the tests build such headers to see it do so).
+  assert(Number.isSafeInteger(offset) && offset >= 0, "HA chunk header at offset {}", offset);
+  assert(Number.isInteger(size) && size >= 0 && size <= 0x7fffffff, "HA chunk of {} bytes at {}", size, offset);
   const b = new Uint8Array(HA_HEADER_SIZE);
   const v = new DataView(b.buffer);
   v.setUint32(0, Math.floor(offset / TWO_32));
@@ -58,6 +66,8 @@ export function encodeChunkHeader(offset: number, size: number): Uint8Array {
 /** Master side: the slave's 8-byte reports, in any TCP split. Only the newest complete one matters. */
 /** The identity report of replica `replicaId` (layout at the top of this file). */
 export function encodeIdentity(replicaId: number): Uint8Array {
+  // A replica id that does not fit the word would name another replica.
+  assert(Number.isInteger(replicaId) && replicaId >= 0 && replicaId < TWO_32, "HA identity of replica {}", replicaId);
   const b = new Uint8Array(HA_REPORT_SIZE);
   const v = new DataView(b.buffer);
   v.setUint32(0, IDENTITY_MARK);
@@ -91,6 +101,8 @@ export class ReportDecoder {
     for (let at = p; at < whole; at += HA_REPORT_SIZE) last = this.#report(chunk, at) ?? last;
     this.#partial.set(chunk.subarray(whole));
     this.#partialLen = chunk.length - whole;
+    // Whole reports were taken above: at most a report's worth minus one byte waits for the next read.
+    assert(this.#partialLen < HA_REPORT_SIZE, "HA report decoder kept {} bytes", this.#partialLen);
     return last;
   }
 
@@ -114,6 +126,8 @@ export interface Chunk {
 
 /** The epoch frame of a master of `epoch` (layout at the top of this file). */
 export function encodeEpochFrame(epoch: number): Uint8Array {
+  // Only a master streams, and an elected master's epoch is at least 1 (Election.#claim).
+  assert(Number.isInteger(epoch) && epoch >= 1 && epoch < TWO_32, "HA epoch frame of epoch {}", epoch);
   const b = new Uint8Array(HA_HEADER_SIZE);
   const v = new DataView(b.buffer);
   v.setUint32(0, IDENTITY_MARK);
@@ -202,7 +216,21 @@ export class ChunkDecoder {
         this.#bodyLen = 0;
       }
     }
+    this.#checkBetweenFeeds();
     return out;
+  }
+
+  /**
+   * Between feeds at most one chunk is half read: its header (fewer than 12 bytes) or its body (a
+   * chunk gathered whole was handed out), never both.
+   */
+  #checkBetweenFeeds(): void {
+    assert(
+      this.#body === null ? this.#headerLen < HA_HEADER_SIZE : this.#headerLen === 0 && this.#bodyLen < this.#body.length,
+      "HA chunk decoder holds {} header bytes and {} body bytes",
+      this.#headerLen,
+      this.#bodyLen,
+    );
   }
 
   #gatherBuffer(size: number): Uint8Array {

@@ -10,6 +10,7 @@
  * Invariants: every entry in the heap has its cqOffset in `#pending`, not in `#done`; `progress`
  * ≤ every pending offset; `#pending` is strictly increasing.
  */
+import { assert } from "../../common/assert.ts";
 
 export interface TimerEntry {
   /** Absolute due time, ms. */
@@ -53,7 +54,9 @@ export class TimerHeap {
 
   /** Adds a loaded entry; offsets must come in increasing order (bug otherwise). */
   push(e: TimerEntry): void {
-    if (e.cqOffset < this.#loadedUpTo) throw new Error(`timer heap: offset ${e.cqOffset} loaded twice (next is ${this.#loadedUpTo})`);
+    // The queue is read front to back from loadedUpTo (the service skips records below it): an
+    // offset below it would be delivered twice, and #pending would stop increasing.
+    assert(e.cqOffset >= this.#loadedUpTo, "timer heap: offset {} loaded twice (next is {})", e.cqOffset, this.#loadedUpTo);
     this.#pending.push(e.cqOffset);
     this.#loadedUpTo = e.cqOffset + 1;
     this.#heap.push(e);
@@ -80,14 +83,31 @@ export class TimerHeap {
 
   /** Puts a popped entry back (its delivery failed and will be retried). */
   retry(e: TimerEntry): void {
+    // Only a popped entry that was not delivered comes back; it is still pending, at or past the progress.
+    assert(
+      !this.#done.has(e.cqOffset) && e.cqOffset >= this.progress,
+      "timer heap: offset {} retried after delivery (progress {})",
+      e.cqOffset,
+      this.progress,
+    );
     this.#heap.push(e);
     this.#up(this.#heap.length - 1);
   }
 
   /** Marks a popped entry delivered and advances the progress past delivered offsets. */
   delivered(e: TimerEntry): void {
+    // Each loaded entry is delivered once (popped once, then delivered or retried): a second
+    // delivery, or one of an offset below the progress, would move the persisted progress wrongly.
+    assert(
+      !this.#done.has(e.cqOffset) && e.cqOffset >= this.progress,
+      "timer heap: offset {} delivered twice (progress {})",
+      e.cqOffset,
+      this.progress,
+    );
     this.#done.add(e.cqOffset);
     while (this.#head < this.#pending.length && this.#done.delete(this.#pending[this.#head]!)) this.#head++;
+    // What is safe to persist never passes what was loaded.
+    assert(this.progress <= this.#loadedUpTo, "timer heap: progress {} past the loaded end {}", this.progress, this.#loadedUpTo);
     if (this.#head > 1024 && this.#head * 2 > this.#pending.length) {
       this.#pending = this.#pending.slice(this.#head);
       this.#head = 0;

@@ -29,6 +29,7 @@
  * Op cursor: the op queue is consumed as a prefix: an op whose resolved copy lies below the scan
  * cursor is done. The cursor is only a restart hint; the window above keeps recent ops anyway.
  */
+import { assert } from "../../common/assert.ts";
 import { systemClock, type Clock, type TimerHandle } from "../../common/clock.ts";
 import type { Logger } from "../../common/log.ts";
 import { MessageConst } from "../../protocol/message-const.ts";
@@ -261,6 +262,8 @@ export class TransactionalMessageService {
       const oldest = this.#resolved.keys().next().value;
       if (oldest !== undefined) this.#resolved.delete(oldest);
     }
+    // One entry in, at most one out: the window stays bounded.
+    assert(this.#resolved.size <= RESOLVED_MAX, "{} resolved transactions remembered", this.#resolved.size);
   }
 
   /** Reads op records not yet seen into #resolved (and those at or above `cursor` into #opTail). */
