@@ -30,7 +30,7 @@ import {
 import type { RemotingNetwork } from "../remoting/transport.ts";
 import { aclHookOrThrow, type AclHook } from "../acl/index.ts";
 import { ConsumerManager, ProducerManager, type ClientChannel } from "./client-manager.ts";
-import type { BrokerContext, BrokerSettings } from "./context.ts";
+import type { BrokerContext, BrokerSettings, BrokerSettingsInfo } from "./context.ts";
 import type { BrokerRole } from "../protocol/broker-config.ts";
 import { HAClient, HAService, tlsTransport, type HaTransport, type HAClientStatus, type SlaveStatus } from "../ha/index.ts";
 import { PullRequestHoldService } from "./long-polling.ts";
@@ -58,6 +58,7 @@ import { TransactionalMessageService, type TransactionStats } from "./transactio
 import { clientsView, trafficCounters, type ClientsView, type TrafficCounters } from "./dashboard-info.ts";
 import { cutUnsynced, epochCacheOf, reconcileWithMaster, startMasterEpoch } from "./replica-epochs.ts";
 import { MASTER_ID } from "../protocol/route.ts";
+import { ReplicaRole } from "./replica-role.ts";
 
 /** How often a slave that cannot check its master's epochs says so. */
 const HOUR_MS = 3_600_000;
@@ -148,7 +149,7 @@ export interface BrokerInfo {
   /** Messages stored per topic and pulled per topic@group since start (the dashboard's charts sample them). */
   traffic(): TrafficCounters;
   replication(): ReplicationInfo;
-  settings(): BrokerSettings;
+  settings(): BrokerSettingsInfo;
   topics(): TopicConfig[];
   topic(name: string): TopicConfig | undefined;
   queueOffsets(topic: string): { queueId: number; minOffset: number; maxOffset: number }[];
@@ -181,6 +182,8 @@ export class BrokerController {
   readonly #acl: AclHook | undefined;
   readonly #client: RemotingClient;
   #ctx: BrokerContext | null = null;
+  /** The role in force and the brokerId registered under (./replica-role.ts). */
+  readonly #role: ReplicaRole;
   #admin: BrokerAdmin | null = null;
   #registration: NamesrvRegistration | null = null;
   readonly #pendingRoutes: PendingRoutes;
@@ -213,6 +216,8 @@ export class BrokerController {
     this.#pendingRoutes = new PendingRoutes(this.#clock, ROUTE_WAIT_MAX_MS);
     this.#now = nowOf(this.#clock);
     this.#live = { haSlaveTimeoutMs: o.broker.haSlaveTimeoutMs, channelExpiredMs: o.broker.channelExpiredMs };
+    // Failover: every replica starts without a role; the election makes one master.
+    this.#role = new ReplicaRole({ role: o.broker["failover.enable"] ? "SLAVE" : o.broker.brokerRole, brokerId: o.broker.brokerId });
     this.#acl = o.broker.aclEnable ? aclHookOrThrow(o.broker.aclFile, "broker", this.#clock) : undefined;
     const serverOpts = {
       host: o.broker.listen.host,
@@ -309,9 +314,6 @@ export class BrokerController {
     return {
       clusterName: b.brokerClusterName,
       brokerName: b.brokerName,
-      brokerId: b.brokerId,
-      // Failover: every replica starts without a role; the election makes one master.
-      brokerRole: b["failover.enable"] ? "SLAVE" : b.brokerRole,
       brokerAddr: this.brokerAddr,
       storeHost: parseHostAddress(this.brokerAddr),
       autoCreateTopicEnable: b.autoCreateTopicEnable,
@@ -343,7 +345,7 @@ export class BrokerController {
       ...o.store,
       segmentBytes: o.store.commitLogSegmentBytes,
       storeHost: settings.storeHost,
-      readOnly: settings.brokerRole === "SLAVE",
+      readOnly: this.#role.isSlave,
       maxMessageSizeBytes: o.broker.maxMessageSizeBytes,
       tagsCodeFor: schedule.tagsCodeFor,
       // Every message that reaches a ConsumeQueue, by any writer, wakes the pulls parked for it here.
@@ -389,6 +391,7 @@ export class BrokerController {
     const { topics } = meta;
     return {
       settings,
+      role: this.#role,
       store,
       ...meta,
       consumers: new ConsumerManager((group, members) => this.#notifyConsumerIdsChanged(group, members)),
@@ -507,7 +510,7 @@ export class BrokerController {
         // heard from it yet) leaves the last known addresses in place: the HA client keeps
         // retrying them, and results from the other name servers do not flap them.
         // Under failover the election names the master, not the name servers.
-        if (!r.ok || ctx.settings.brokerRole !== "SLAVE" || this.#failover || !r.masterAddr) return;
+        if (!r.ok || !ctx.role.isSlave || this.#failover || !r.masterAddr) return;
         const changed = r.masterAddr !== this.#master.addr;
         this.#master = { addr: r.masterAddr, haAddr: r.haServerAddr ?? this.#master.haAddr };
         if (changed) {
@@ -549,7 +552,7 @@ export class BrokerController {
       s.autoCreateTopicEnable = p.autoCreateTopicEnable;
       // Clients find a broker for a new topic through TBW102's route; it exists only when auto
       // creation is on, so turning it on creates it (a slave's topics follow its master).
-      if (p.autoCreateTopicEnable && s.brokerRole !== "SLAVE") {
+      if (p.autoCreateTopicEnable && !ctx.role.isSlave) {
         const added = ctx.topics.ensureSystemTopics({
           clusterName: s.clusterName,
           brokerName: s.brokerName,
@@ -592,7 +595,7 @@ export class BrokerController {
     if (this.#o.broker["failover.enable"]) return; // the election decides (#startFailover)
     // Fixed roles: the master numbers an epoch per start; a slave cuts what its crash left
     // unflushed, and where its log parts from the master's before each connection (./replica-epochs.ts).
-    if (ctx.settings.brokerRole !== "SLAVE") {
+    if (!ctx.role.isSlave) {
       const e = startMasterEpoch(this.#o.store.dir, ctx.store.maxPhyOffset, this.#log);
       this.#log.info(`replication: master epoch ${e.epoch} begins at ${e.startOffset}`);
       this.#wireMaster(ctx);
@@ -604,8 +607,7 @@ export class BrokerController {
 
   /** GET_BROKER_EPOCH_CACHE with fixed roles: this broker's own epochs. */
   #fixedEpochCache(ctx: BrokerContext): EpochEntryCache {
-    const s = ctx.settings;
-    const id = { clusterName: this.#o.broker.brokerClusterName, brokerName: s.brokerName, brokerId: s.brokerId };
+    const id = { clusterName: this.#o.broker.brokerClusterName, brokerName: ctx.settings.brokerName, brokerId: ctx.role.brokerId };
     return epochCacheOf(this.#o.store.dir, id, ctx.store.maxPhyOffset);
   }
 
@@ -637,7 +639,7 @@ export class BrokerController {
   /** The store's appends are streamed to the slaves; SYNC_MASTER puts wait for one. */
   #wireMaster(ctx: BrokerContext): void {
     ctx.store.onAppend = () => this.#ha.notifyNewData();
-    if (ctx.settings.brokerRole !== "SYNC_MASTER") return;
+    if (ctx.role.current !== "SYNC_MASTER") return;
     const failover = this.#failover;
     ctx.store.replicaWait = failover
       ? (offset) => {
@@ -722,7 +724,7 @@ export class BrokerController {
     });
     this.#failover = failover;
     ctx.store.writeFence = () => failover.fence();
-    ctx.failover = () => failover.summary();
+    this.#role.setFailover(() => failover.summary());
     failover.start();
   }
 
@@ -748,20 +750,19 @@ export class BrokerController {
     // epoch before taking its bytes, or a later reconcile would cut them as never shared.
     this.#ha.dropSlaves();
     this.#master = {};
-    s.brokerRole = role;
-    s.brokerId = 0;
+    this.#role.becomeMaster(role);
     ctx.store.setReadOnly(false);
     this.#wireMaster(ctx);
     this.#schedule?.start(ctx);
     this.#tx?.start();
-    this.#log.warn(`failover: ${s.brokerName} is master now (epoch ${epoch}, ${s.brokerRole}, log at ${ctx.store.maxPhyOffset})`);
+    this.#log.warn(`failover: ${s.brokerName} is master now (epoch ${epoch}, ${role}, log at ${ctx.store.maxPhyOffset})`);
   }
 
   /** Failover: another replica is master; this one stops writing (if it did) and replicates from it. */
   #follow(ctx: BrokerContext, master: { addr: string; haAddr: string; epoch: number }): void {
     const s = ctx.settings;
-    const wasMaster = s.brokerRole !== "SLAVE";
-    s.brokerRole = "SLAVE";
+    const wasMaster = !this.#role.isSlave;
+    this.#role.becomeSlave();
     ctx.store.setReadOnly(true);
     ctx.store.onAppend = undefined;
     ctx.store.replicaWait = undefined;
@@ -783,7 +784,7 @@ export class BrokerController {
 
   /** Registers (again, at once) under `brokerId`: 0 as master, the replica id otherwise. */
   #registerAs(ctx: BrokerContext, brokerId: number): void {
-    if (brokerId !== MASTER_ID) ctx.settings.brokerId = brokerId;
+    if (brokerId !== MASTER_ID) this.#role.setReplicaId(brokerId);
     if (this.#registration === null) this.#startRegistration(ctx, this.#namesrvAddr, brokerId);
     else void this.#registration.setBrokerId(brokerId);
   }
@@ -874,7 +875,7 @@ export class BrokerController {
     clients: () => clientsView(this.#need()),
     traffic: () => trafficCounters(this.#need()),
     replication: () => {
-      const role = this.#ctx?.settings.brokerRole ?? this.#o.broker.brokerRole;
+      const role = this.#role.current;
       const failover = this.#failover ? { failover: this.#failover.status() } : {};
       if (role !== "SLAVE") return { role, slaves: this.#ha.status(), ...failover };
       const st = this.#haClient?.status();
@@ -884,7 +885,11 @@ export class BrokerController {
         ...failover,
       };
     },
-    settings: () => this.#need().settings,
+    settings: () => {
+      // In the order the admin API has always listed them: the role after the names.
+      const { clusterName, brokerName, ...rest } = this.#need().settings;
+      return { clusterName, brokerName, brokerId: this.#role.brokerId, brokerRole: this.#role.current, ...rest };
+    },
     topics: () => this.#need().topics.all(),
     topic: (name) => this.#need().topics.get(name),
     queueOffsets: (topic) => {

@@ -6,7 +6,7 @@ export {
   type BrokerConfigAccess,
   type ReplicationInfo,
 } from "./broker.ts";
-export type { BrokerSettings } from "./context.ts";
+export type { BrokerSettings, BrokerSettingsInfo } from "./context.ts";
 export type { TransactionStats } from "./transaction/transactional-message-service.ts";
 export type {
   BrokerMetricsState,
