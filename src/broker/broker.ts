@@ -216,8 +216,6 @@ export class BrokerController {
     this.#pendingRoutes = new PendingRoutes(this.#clock, ROUTE_WAIT_MAX_MS);
     this.#now = nowOf(this.#clock);
     this.#live = { haSlaveTimeoutMs: o.broker.haSlaveTimeoutMs, channelExpiredMs: o.broker.channelExpiredMs };
-    // Failover: every replica starts without a role; the election makes one master.
-    this.#role = new ReplicaRole({ role: o.broker["failover.enable"] ? "SLAVE" : o.broker.brokerRole, brokerId: o.broker.brokerId });
     this.#acl = o.broker.aclEnable ? aclHookOrThrow(o.broker.aclFile, "broker", this.#clock) : undefined;
     const serverOpts = {
       host: o.broker.listen.host,
@@ -256,6 +254,13 @@ export class BrokerController {
       transport: this.#haTransport,
       clock: this.#clock,
       epoch: () => this.#failover?.streamEpoch(),
+    });
+    this.#role = new ReplicaRole({
+      // Failover: every replica starts without a role; the election makes one master.
+      role: o.broker["failover.enable"] ? "SLAVE" : o.broker.brokerRole,
+      brokerId: o.broker.brokerId,
+      ha: this.#ha,
+      haSlaveTimeoutMs: () => this.#live.haSlaveTimeoutMs,
     });
   }
 
@@ -350,6 +355,8 @@ export class BrokerController {
       tagsCodeFor: schedule.tagsCodeFor,
       // Every message that reaches a ConsumeQueue, by any writer, wakes the pulls parked for it here.
       messageArriving: { arriving: (topic, queueId, queueOffset, tagsCode) => this.#ctx?.hold.notifyMessageArriving(topic, queueId, queueOffset, tagsCode) },
+      // The role streams appends, makes SYNC_MASTER puts wait for replicas and fences (./replica-role.ts).
+      replication: this.#role,
       clock: this.#clock,
       ...(o.disk ? { disk: o.disk } : {}),
     });
@@ -598,7 +605,6 @@ export class BrokerController {
     if (!ctx.role.isSlave) {
       const e = startMasterEpoch(this.#o.store.dir, ctx.store.maxPhyOffset, this.#log);
       this.#log.info(`replication: master epoch ${e.epoch} begins at ${e.startOffset}`);
-      this.#wireMaster(ctx);
     } else {
       cutUnsynced(ctx.store, this.#log);
       this.#followMaster(ctx);
@@ -634,19 +640,6 @@ export class BrokerController {
     }
     reconcileWithMaster(this.#o.store.dir, ctx.store, cache, this.#log);
     return null;
-  }
-
-  /** The store's appends are streamed to the slaves; SYNC_MASTER puts wait for one. */
-  #wireMaster(ctx: BrokerContext): void {
-    ctx.store.onAppend = () => this.#ha.notifyNewData();
-    if (ctx.role.current !== "SYNC_MASTER") return;
-    const failover = this.#failover;
-    ctx.store.replicaWait = failover
-      ? (offset) => {
-          const acks = failover.acksNeeded();
-          return acks === 0 ? Promise.resolve("OK") : this.#ha.waitForAck(offset, this.#live.haSlaveTimeoutMs, acks, (id) => failover.countsAck(id));
-        }
-      : (offset) => this.#ha.waitForAck(offset, this.#live.haSlaveTimeoutMs);
   }
 
   /** Replicate from the master (#master, or broker.haMasterAddress) and copy its metadata. */
@@ -723,8 +716,7 @@ export class BrokerController {
       },
     });
     this.#failover = failover;
-    ctx.store.writeFence = () => failover.fence();
-    this.#role.setFailover(() => failover.summary());
+    this.#role.setFailover(failover);
     failover.start();
   }
 
@@ -752,7 +744,6 @@ export class BrokerController {
     this.#master = {};
     this.#role.becomeMaster(role);
     ctx.store.setReadOnly(false);
-    this.#wireMaster(ctx);
     this.#schedule?.start(ctx);
     this.#tx?.start();
     this.#log.warn(`failover: ${s.brokerName} is master now (epoch ${epoch}, ${role}, log at ${ctx.store.maxPhyOffset})`);
@@ -764,8 +755,6 @@ export class BrokerController {
     const wasMaster = !this.#role.isSlave;
     this.#role.becomeSlave();
     ctx.store.setReadOnly(true);
-    ctx.store.onAppend = undefined;
-    ctx.store.replicaWait = undefined;
     if (wasMaster) {
       void this.#schedule?.stop();
       void this.#tx?.stop();

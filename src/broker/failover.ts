@@ -11,7 +11,7 @@
  *   other master `follow(master)`: read-only store, replicate from the master's HA address,
  *                copy its metadata, register under the replica id.
  *
- * Fencing: the store asks `fence()` before every put (MessageStore.writeFence); a master whose
+ * Fencing: the store asks `fence()` before every put (StoreReplication.fence); a master whose
  * lease renewal is overdue is refused with SERVICE_NOT_AVAILABLE, which Java and Go producers
  * retry on another broker.
  *
@@ -224,7 +224,7 @@ export class BrokerFailover {
     return null;
   }
 
-  /** MessageStore.writeFence: why a write must be refused now, or null. */
+  /** StoreReplication.fence (through ./replica-role.ts): why a write must be refused now, or null. */
   fence(): string | null {
     // Also between stepping down and the store turning read-only (a round awaits etcd in between).
     const e = this.#election;

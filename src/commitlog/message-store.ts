@@ -110,6 +110,12 @@ export interface MessageStoreOptions {
    * what recovery dispatches (nothing is parked before the store serves).
    */
   messageArriving?: MessageArrivingListener;
+  /**
+   * The broker's replication (../broker/replica-role.ts), asked with every put: told of each
+   * append, asked how long a put waits for replicas and whether a write is fenced. One object for
+   * the store's life; its answers follow the broker's role. Absent: no replication.
+   */
+  replication?: StoreReplication;
 }
 
 /** RocketMQ's MessageArrivingListener: a message can be pulled from `topic`/`queueId` at `queueOffset`. */
@@ -127,8 +133,15 @@ export type PutMessageStatus =
   | "SERVICE_NOT_AVAILABLE"
   | "UNKNOWN_ERROR";
 
-/** SYNC_MASTER: waits until a slave holds everything below `offset` (injected by the broker's HA). */
-export type ReplicaWait = (offset: number) => Promise<"OK" | "TIMEOUT" | "NO_SLAVE">;
+/** What the store asks of replication with every put (MessageStoreOptions.replication). */
+export interface StoreReplication {
+  /** After every successful append (a master's HA service streams the new bytes to slaves). */
+  appended(): void;
+  /** SYNC_MASTER: settles once replicas hold everything below `end`; undefined when a put waits for none. */
+  waitReplicas(end: number): Promise<"OK" | "TIMEOUT" | "NO_SLAVE"> | undefined;
+  /** Automatic failover: why this store must not take a write now (a master whose lease is not renewed), or null. */
+  fence(): string | null;
+}
 
 export interface PutMessageRequest {
   topic: string;
@@ -346,15 +359,6 @@ export class MessageStore {
   readonly #log: Logger;
   #memoryHotBytes: number;
   recovery: RecoveryReport | null = null;
-  /** Called after every successful append (the HA service streams new bytes to slaves). */
-  onAppend: (() => void) | undefined = undefined;
-  /** SYNC_MASTER: set by the broker so puts wait for a slave's acknowledgement. */
-  replicaWait: ReplicaWait | undefined = undefined;
-  /**
-   * Automatic failover: why this store must not take a write now (a master whose election lease
-   * is not renewed is fenced), or null. Asked with every put, before anything is appended.
-   */
-  writeFence: (() => string | null) | undefined = undefined;
 
   private constructor(o: MessageStoreOptions) {
     // A copy: reconfigure() changes it, and the caller's object is not ours to change.
@@ -891,13 +895,14 @@ export class MessageStore {
       const remark = `the CommitLog write failed${what}, store stopped taking writes until a restart: ${werr.message}`;
       return { status: full ? "SERVICE_NOT_AVAILABLE" : "UNKNOWN_ERROR", remark, appended: [] };
     }
-    this.onAppend?.();
-    const wait = reqs.every((r) => r.waitStoreMsgOK !== false);
-    if (!wait || (this.#o.flushDiskType !== "SYNC_FLUSH" && !this.replicaWait)) return { status: "PUT_OK", appended };
+    const replication = this.#o.replication;
+    replication?.appended();
+    if (!reqs.every((r) => r.waitStoreMsgOK !== false)) return { status: "PUT_OK", appended };
     // Flush and replication waits run together; as in RocketMQ, a replication failure wins.
-    const flushed = this.#o.flushDiskType === "SYNC_FLUSH" ? this.commitLog.waitForFlush(end, this.#o.syncFlushTimeoutMs) : Promise.resolve(true);
-    const replicated = this.replicaWait ? this.replicaWait(end) : Promise.resolve("OK" as const);
-    const [ok, repl] = await Promise.all([flushed, replicated]);
+    const flushed = this.#o.flushDiskType === "SYNC_FLUSH" ? this.commitLog.waitForFlush(end, this.#o.syncFlushTimeoutMs) : undefined;
+    const replicated = replication?.waitReplicas(end);
+    if (flushed === undefined && replicated === undefined) return { status: "PUT_OK", appended };
+    const [ok, repl] = await Promise.all([flushed ?? true, replicated ?? "OK"]);
     if (repl === "TIMEOUT") return { status: "FLUSH_SLAVE_TIMEOUT", appended };
     if (repl === "NO_SLAVE") return { status: "SLAVE_NOT_AVAILABLE", appended };
     if (!ok) return { status: "FLUSH_DISK_TIMEOUT", appended };
@@ -1018,7 +1023,7 @@ export class MessageStore {
   #refusal(): string | null {
     if (this.#shutdown) return "message store has shut down";
     if (this.#o.readOnly) return "message store is read-only (slave)";
-    const fenced = this.writeFence?.();
+    const fenced = this.#o.replication?.fence();
     if (fenced) return fenced;
     // Before the CommitLog's write error: an assertion inside an append sets that too, and the
     // answer should name the bug.
