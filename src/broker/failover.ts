@@ -1,7 +1,7 @@
 /**
  * Automatic failover of one broker replica (broker.failover.*): joins the group's
  * election on etcd (src/failover/election.ts) and turns its outcome into role changes of the
- * running broker, through the `FailoverRoles` the controller gives it:
+ * running broker, through the `FailoverRoles` its ReplicaRole gives it (./replica-role.ts):
  *
  *   start        the broker runs as a replica with no master (read-only store, nothing streamed),
  *                registered with the name servers under its replica id once etcd assigned one;
@@ -29,7 +29,7 @@ import { MASTER_ID } from "../protocol/route.ts";
 
 export type { EpochEntryCache } from "./replica-epochs.ts";
 
-/** What failover changes in the running broker (BrokerController implements it). */
+/** What failover changes in the running broker (ReplicaRole implements it, ./replica-role.ts). */
 export interface FailoverRoles {
   /** Now the master of `epoch`, replicating as `role`. */
   promote(epoch: number, role: MasterRole): void;

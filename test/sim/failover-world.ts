@@ -317,7 +317,7 @@ class FailoverWorld {
     return r;
   }
 
-  /** What BrokerController does on each outcome of the election (src/broker/broker.ts #promote, #follow). */
+  /** What the broker does on each outcome of the election (src/broker/replica-role.ts #promote, #follow). */
   roles(r: Replica): FailoverRoles {
     return {
       promote: (epoch) => this.promote(r, epoch),
