@@ -175,9 +175,9 @@ export function versionDesc(ordinal: number): string {
  * Without it nothing is added, so brokerStatus lists exactly Java 4.9's keys.
  */
 function addRoleInfo(ctx: BrokerContext, table: Record<string, string>): void {
-  const f = ctx.failover?.();
+  const f = ctx.role.failover();
   if (f === undefined) return;
-  table.brokerRole = ctx.settings.brokerRole;
+  table.brokerRole = ctx.role.current;
   table.failoverReplicaId = String(f.replicaId ?? -1);
   table.failoverRole = f.role;
   table.failoverEpoch = String(f.epoch);

@@ -8,8 +8,6 @@ import { networkInterfaces } from "node:os";
 import type { Config } from "../config/schema.ts";
 import { nowOf, systemClock, type Clock, type TimerHandle } from "../common/clock.ts";
 import { scope, type Logger } from "../common/log.ts";
-import { parseJsonBytes } from "../common/json.ts";
-import type { DecodedRecord } from "../common/message-record.ts";
 import type { TlsMaterial } from "../common/tls.ts";
 import { MessageStore, parseHostAddress, type StoreRuntimeOptions } from "../commitlog/index.ts";
 import type { StoreDisk } from "../commitlog/disk.ts";
@@ -30,15 +28,12 @@ import {
 import type { RemotingNetwork } from "../remoting/transport.ts";
 import { aclHookOrThrow, type AclHook } from "../acl/index.ts";
 import { ConsumerManager, ProducerManager, type ClientChannel } from "./client-manager.ts";
-import type { BrokerContext, BrokerSettings } from "./context.ts";
-import type { BrokerRole } from "../protocol/broker-config.ts";
-import { HAClient, HAService, tlsTransport, type HaTransport, type HAClientStatus, type SlaveStatus } from "../ha/index.ts";
+import type { BrokerContext, BrokerSettings, BrokerSettingsInfo } from "./context.ts";
+import { tlsTransport, type HaTransport } from "../ha/index.ts";
 import { PullRequestHoldService } from "./long-polling.ts";
 import { BrokerStats } from "./stats.ts";
 import { brokerMetricsState, StoreTimeCache, type BrokerMetricsState } from "./metrics-state.ts";
 import { NamesrvRegistration, PendingRoutes } from "./namesrv-registration.ts";
-import { SlaveSynchronize } from "./slave-sync.ts";
-import { BrokerFailover, type EpochEntryCache, type FailoverStatus } from "./failover.ts";
 import { EpochCacheProcessor } from "./processors/epoch-cache.ts";
 import { AclAdminProcessor } from "./processors/acl-admin.ts";
 import { AdminProcessor } from "./processors/admin.ts";
@@ -56,11 +51,7 @@ import { parseDelayLevels } from "../protocol/delay-levels.ts";
 import { ensureScheduleTopic, ScheduleMessageService } from "./schedule/schedule-message-service.ts";
 import { TransactionalMessageService, type TransactionStats } from "./transaction/transactional-message-service.ts";
 import { clientsView, trafficCounters, type ClientsView, type TrafficCounters } from "./dashboard-info.ts";
-import { cutUnsynced, epochCacheOf, reconcileWithMaster, startMasterEpoch } from "./replica-epochs.ts";
-import { MASTER_ID } from "../protocol/route.ts";
-
-/** How often a slave that cannot check its master's epochs says so. */
-const HOUR_MS = 3_600_000;
+import { ReplicaRole, type ReplicationInfo } from "./replica-role.ts";
 
 /**
  * The broker's configuration: the schema's broker, store and remoting sections exactly as loaded
@@ -123,24 +114,8 @@ export interface BrokerConfigAccess {
   update(properties: string, from: string): Promise<ConfigUpdateOutcome>;
 }
 
-export interface ReplicationInfo {
-  role: BrokerRole;
-  /** Master: connected slaves and how far behind each is. */
-  slaves?: SlaveStatus[];
-  /** Slave: its connection to the master, how far it got and how far behind it is (bytes, seconds). */
-  master?: HAClientStatus & { masterAddr: string | undefined; lastMetadataSyncAt: number };
-  /** broker.failover.enable: this replica's id, elected role, epoch and epoch file. */
-  failover?: FailoverStatus;
-}
-
 /** How long a request that created a topic waits for its registration (PendingRoutes): under the clients' 3 s timeouts. */
 const ROUTE_WAIT_MAX_MS = 2000;
-/** Slave: how often it copies its master's topics, offsets and groups (RocketMQ: 10 s). */
-const SLAVE_SYNC_INTERVAL_MS = 10_000;
-/** Slave: how often it asks its master for the master's CommitLog end (lag reporting). */
-const MASTER_OFFSET_POLL_MS = 1000;
-/** Slave: at most one metadata sync per this interval is brought forward by unknown topics. */
-const EARLY_SYNC_MIN_INTERVAL_MS = 1000;
 
 export interface BrokerInfo {
   /** Producer and consumer groups with their member connections (the dashboard, ./dashboard-info.ts). */
@@ -148,7 +123,7 @@ export interface BrokerInfo {
   /** Messages stored per topic and pulled per topic@group since start (the dashboard's charts sample them). */
   traffic(): TrafficCounters;
   replication(): ReplicationInfo;
-  settings(): BrokerSettings;
+  settings(): BrokerSettingsInfo;
   topics(): TopicConfig[];
   topic(name: string): TopicConfig | undefined;
   queueOffsets(topic: string): { queueId: number; minOffset: number; maxOffset: number }[];
@@ -181,6 +156,8 @@ export class BrokerController {
   readonly #acl: AclHook | undefined;
   readonly #client: RemotingClient;
   #ctx: BrokerContext | null = null;
+  /** The role in force, its transitions and the replication that goes with it (./replica-role.ts). */
+  readonly #role: ReplicaRole;
   #admin: BrokerAdmin | null = null;
   #registration: NamesrvRegistration | null = null;
   readonly #pendingRoutes: PendingRoutes;
@@ -188,21 +165,8 @@ export class BrokerController {
   #tx: TransactionalMessageService | null = null;
   #timers: TimerHandle[] = [];
   #ports = { listen: 0, vip: 0, ha: 0 };
-  readonly #ha: HAService;
-  /** o.haTransport, or TLS over TCP when o.tls is given; undefined = plain TCP. */
-  readonly #haTransport: HaTransport | undefined;
-  #haClient: HAClient | null = null;
-  #slaveSync: SlaveSynchronize | null = null;
-  /** A slave's timers (metadata sync, master offset poll): stopped when failover promotes it. */
-  #slaveTimers: TimerHandle[] = [];
-  /** broker.failover.enable: the election decides this broker's role (./failover.ts). */
-  #failover: BrokerFailover | null = null;
   /** Failover: the name servers to register with once the replica id is known. */
   #namesrvAddr: string[] = [];
-  /** Slave: the master's addresses, as the name server reported them. */
-  #master: { addr?: string; haAddr?: string; epoch?: number } = {};
-  /** Slave: when a metadata sync was last brought forward by a message of an unknown topic. */
-  #earlySyncAt = 0;
   /** Values a reload may change after start, read where they are used. */
   readonly #live: { haSlaveTimeoutMs: number; channelExpiredMs: number };
   #expiryTimer: TimerHandle | null = null;
@@ -241,18 +205,14 @@ export class BrokerController {
       network: o.network,
       ...(tls ? { tls: () => tls.client() } : {}),
     });
-    this.#haTransport = o.haTransport ?? (tls ? tlsTransport(tls, () => tls.client()) : undefined);
-    this.#ha = new HAService({
-      host: o.broker.listen.host,
-      port: o.broker.listen.port === 0 ? 0 : o.broker.listen.port + 1,
-      batchBytes: o.broker.haTransferBatchBytes,
-      heartbeatMs: 5000,
-      idleTimeoutMs: 20_000,
-      slaveFallbehindMaxBytes: 256 * 1024 * 1024,
-      log: scope("ha"),
-      transport: this.#haTransport,
+    this.#role = new ReplicaRole({
+      broker: o.broker,
+      storeDir: o.store.dir,
+      requestTimeoutMs: o.remoting.requestTimeoutMs,
       clock: this.#clock,
-      epoch: () => this.#failover?.streamEpoch(),
+      client: this.#client,
+      haTransport: o.haTransport ?? (tls ? tlsTransport(tls, () => tls.client()) : undefined),
+      haSlaveTimeoutMs: () => this.#live.haSlaveTimeoutMs,
     });
   }
 
@@ -262,7 +222,7 @@ export class BrokerController {
     let vip = 0;
     try {
       vip = this.#vipServer.start();
-      this.#ports = { listen, vip, ha: this.#ha.start() };
+      this.#ports = { listen, vip, ha: this.#role.bindHa() };
     } catch (e) {
       this.#server.stop();
       if (vip) this.#vipServer.stop();
@@ -302,7 +262,7 @@ export class BrokerController {
     const tx = this.#buildTransactions(ctx, schedule);
     this.#registerProcessors(ctx, schedule, tx);
     this.#startServices(ctx, schedule, tx);
-    if (this.#o.broker["failover.enable"]) this.#startFailover(ctx, namesrvAddr);
+    if (this.#o.broker["failover.enable"]) this.#joinElection(namesrvAddr);
     else this.#startRegistration(ctx, namesrvAddr, this.#o.broker.brokerId);
   }
 
@@ -311,9 +271,6 @@ export class BrokerController {
     return {
       clusterName: b.brokerClusterName,
       brokerName: b.brokerName,
-      brokerId: b.brokerId,
-      // Failover: every replica starts without a role; the election makes one master.
-      brokerRole: b["failover.enable"] ? "SLAVE" : b.brokerRole,
       brokerAddr: this.brokerAddr,
       storeHost: parseHostAddress(this.brokerAddr),
       autoCreateTopicEnable: b.autoCreateTopicEnable,
@@ -345,11 +302,13 @@ export class BrokerController {
       ...o.store,
       segmentBytes: o.store.commitLogSegmentBytes,
       storeHost: settings.storeHost,
-      readOnly: settings.brokerRole === "SLAVE",
+      readOnly: this.#role.isSlave,
       maxMessageSizeBytes: o.broker.maxMessageSizeBytes,
       tagsCodeFor: schedule.tagsCodeFor,
       // Every message that reaches a ConsumeQueue, by any writer, wakes the pulls parked for it here.
       messageArriving: { arriving: (topic, queueId, queueOffset, tagsCode) => this.#ctx?.hold.notifyMessageArriving(topic, queueId, queueOffset, tagsCode) },
+      // The role streams appends, makes SYNC_MASTER puts wait for replicas and fences (./replica-role.ts).
+      replication: this.#role,
       clock: this.#clock,
       ...(o.disk ? { disk: o.disk } : {}),
     });
@@ -391,6 +350,7 @@ export class BrokerController {
     const { topics } = meta;
     return {
       settings,
+      role: this.#role,
       store,
       ...meta,
       consumers: new ConsumerManager((group, members) => this.#notifyConsumerIdsChanged(group, members)),
@@ -457,7 +417,7 @@ export class BrokerController {
       [AdminProcessor.CODES, new AdminProcessor(ctx, ctx.stats, undefined, this.#o.configAccess)],
       [BrokerToClientProcessor.CODES, new BrokerToClientProcessor(ctx)],
       [AclAdminProcessor.CODES, new AclAdminProcessor(ctx, this.#acl)],
-      [EpochCacheProcessor.CODES, new EpochCacheProcessor(() => this.#failover?.epochCache() ?? this.#fixedEpochCache(ctx))],
+      [EpochCacheProcessor.CODES, new EpochCacheProcessor(() => this.#role.epochCache())],
     ];
     for (const [codes, p] of processors) {
       this.#server.registerAll(codes, p);
@@ -478,7 +438,7 @@ export class BrokerController {
   /** Long polling, replication, delayed delivery, transaction check-backs, client expiry, offset persistence. */
   #startServices(ctx: BrokerContext, schedule: ScheduleMessageService, tx: TransactionalMessageService): void {
     ctx.hold.start();
-    this.#startReplication(ctx);
+    this.#role.startReplication(ctx);
     this.#schedule = schedule;
     schedule.start(ctx); // not on a slave (it checks the role)
     // Check-backs come from the master only; a slave's half queue is a replica.
@@ -504,18 +464,9 @@ export class BrokerController {
       periodMs: o.broker.registerNameServerPeriodMs,
       log: this.#log,
       clock: this.#clock,
+      // A slave (fixed roles) learns its master from the name servers.
       onResult: (r) => {
-        // A name server that does not list the master (it died, or this name server has not
-        // heard from it yet) leaves the last known addresses in place: the HA client keeps
-        // retrying them, and results from the other name servers do not flap them.
-        // Under failover the election names the master, not the name servers.
-        if (!r.ok || ctx.settings.brokerRole !== "SLAVE" || this.#failover || !r.masterAddr) return;
-        const changed = r.masterAddr !== this.#master.addr;
-        this.#master = { addr: r.masterAddr, haAddr: r.haServerAddr ?? this.#master.haAddr };
-        if (changed) {
-          this.#log.info(`master of ${o.broker.brokerName} is ${r.masterAddr} (HA ${r.haServerAddr ?? "unknown"})`);
-          void this.#slaveSync?.syncAll();
-        }
+        if (r.ok && r.masterAddr) this.#role.masterRegistered(r.masterAddr, r.haServerAddr);
       },
     });
     this.#registration.start();
@@ -551,7 +502,7 @@ export class BrokerController {
       s.autoCreateTopicEnable = p.autoCreateTopicEnable;
       // Clients find a broker for a new topic through TBW102's route; it exists only when auto
       // creation is on, so turning it on creates it (a slave's topics follow its master).
-      if (p.autoCreateTopicEnable && s.brokerRole !== "SLAVE") {
+      if (p.autoCreateTopicEnable && !ctx.role.isSlave) {
         const added = ctx.topics.ensureSystemTopics({
           clusterName: s.clusterName,
           brokerName: s.brokerName,
@@ -588,220 +539,28 @@ export class BrokerController {
     }
   }
 
-  /** Master: stream the CommitLog to slaves (and wait for them in SYNC_MASTER). Slave: follow the master. */
-  #startReplication(ctx: BrokerContext): void {
-    this.#ha.attachStore(ctx.store);
-    if (this.#o.broker["failover.enable"]) return; // the election decides (#startFailover)
-    // Fixed roles: the master numbers an epoch per start; a slave cuts what its crash left
-    // unflushed, and where its log parts from the master's before each connection (./replica-epochs.ts).
-    if (ctx.settings.brokerRole !== "SLAVE") {
-      const e = startMasterEpoch(this.#o.store.dir, ctx.store.maxPhyOffset, this.#log);
-      this.#log.info(`replication: master epoch ${e.epoch} begins at ${e.startOffset}`);
-      this.#wireMaster(ctx);
-    } else {
-      cutUnsynced(ctx.store, this.#log);
-      this.#followMaster(ctx);
-    }
-  }
-
-  /** GET_BROKER_EPOCH_CACHE with fixed roles: this broker's own epochs. */
-  #fixedEpochCache(ctx: BrokerContext): EpochEntryCache {
-    const s = ctx.settings;
-    const id = { clusterName: this.#o.broker.brokerClusterName, brokerName: s.brokerName, brokerId: s.brokerId };
-    return epochCacheOf(this.#o.store.dir, id, ctx.store.maxPhyOffset);
-  }
-
-  /**
-   * Fixed roles, before each connection to the master (HAClient.beforeConnect): cut this log where
-   * it parts from the master's. A master that keeps no epochs (an older RocketBun, or not RocketBun)
-   * is replicated from as before, said once; one that cannot be asked now is tried again.
-   */
-  async #reconcileFixed(ctx: BrokerContext): Promise<string | null> {
-    const addr = this.#master.addr;
-    if (addr === undefined) {
-      if (!this.#o.broker.haMasterAddress) return "the master's address is not known yet (the name server names it at registration)";
-      // broker.haMasterAddress names only the HA port: with no master registered, nobody to ask.
-      const why = "no master is registered (broker.haMasterAddress is set)";
-      this.#log.rateLimited("warn", "no-master-epochs", `replication: ${why}: this slave cannot check where their logs part`, HOUR_MS);
-      return null;
-    }
-    const cache = await this.#fetchEpochCache(addr);
-    if ("error" in cache) {
-      if (cache.answered === undefined) return `its epochs could not be read: ${cache.error}`;
-      const why = `the master keeps no epochs (${cache.error})`;
-      this.#log.rateLimited("warn", "no-master-epochs", `replication: ${why}; this slave cannot check where their logs part`, HOUR_MS);
-      return null;
-    }
-    reconcileWithMaster(this.#o.store.dir, ctx.store, cache, this.#log);
-    return null;
-  }
-
-  /** The store's appends are streamed to the slaves; SYNC_MASTER puts wait for one. */
-  #wireMaster(ctx: BrokerContext): void {
-    ctx.store.onAppend = () => this.#ha.notifyNewData();
-    if (ctx.settings.brokerRole !== "SYNC_MASTER") return;
-    const failover = this.#failover;
-    ctx.store.replicaWait = failover
-      ? (offset) => {
-          const acks = failover.acksNeeded();
-          return acks === 0 ? Promise.resolve("OK") : this.#ha.waitForAck(offset, this.#live.haSlaveTimeoutMs, acks, (id) => failover.countsAck(id));
-        }
-      : (offset) => this.#ha.waitForAck(offset, this.#live.haSlaveTimeoutMs);
-  }
-
-  /** Replicate from the master (#master, or broker.haMasterAddress) and copy its metadata. */
-  #followMaster(ctx: BrokerContext): void {
-    const o = this.#o;
-    this.#haClient = new HAClient({
-      store: ctx.store,
-      masterHaAddr: () => o.broker.haMasterAddress || this.#master.haAddr,
-      reportIntervalMs: 5000,
-      idleTimeoutMs: 20_000,
-      reconnectMs: 1000,
-      log: scope("ha-client"),
-      onRecords: (records) => this.#onReplicated(ctx, records),
-      clock: this.#clock,
-      transport: this.#haTransport,
-      beforeConnect: ((f) => (f ? () => f.reconcile(this.#master.addr) : () => this.#reconcileFixed(ctx)))(this.#failover),
-      ...(this.#failover ? { replicaId: ((f) => () => f.replicaId)(this.#failover) } : {}),
-      ...(this.#failover ? { expectedEpoch: ((f) => () => f.followedEpoch())(this.#failover) } : {}),
-    });
-    this.#haClient.start();
-    const sync = new SlaveSynchronize({
-      client: this.#client,
-      masterAddr: () => this.#master.addr,
-      topics: ctx.topics,
-      consumerOffsets: ctx.consumerOffsets,
-      delayOffsets: ctx.delayOffsets,
-      groups: ctx.groups,
-      log: this.#log,
-      now: this.#now,
-    });
-    this.#slaveSync = sync;
-    const haClient = this.#haClient;
-    this.#slaveTimers.push(
-      this.#clock.setInterval(() => void sync.syncAll(), SLAVE_SYNC_INTERVAL_MS),
-      this.#clock.setInterval(() => {
-        void sync.masterMaxOffset().then((max) => {
-          if (max !== undefined) haClient.noteMasterMaxOffset(max);
-        });
-      }, MASTER_OFFSET_POLL_MS),
-    );
-  }
-
-  /** Stops replicating (failover promoted this replica, or its master changed). */
-  #stopFollowing(): void {
-    this.#haClient?.stop();
-    this.#haClient = null;
-    this.#slaveSync = null;
-    for (const t of this.#slaveTimers) this.#clock.clearInterval(t);
-    this.#slaveTimers = [];
-  }
-
-  /** broker.failover.enable: join the election; registration waits for the replica id (./failover.ts). */
-  #startFailover(ctx: BrokerContext, namesrvAddr: string[]): void {
+  /** broker.failover.enable: the election decides the role (./replica-role.ts); registration waits for the replica id. */
+  #joinElection(namesrvAddr: string[]): void {
+    const ctx = this.#need();
     this.#namesrvAddr = namesrvAddr;
-    const failover = new BrokerFailover({
-      broker: this.#o.broker,
-      storeDir: this.#o.store.dir,
-      addr: this.brokerAddr,
-      haAddr: `${this.#advertisedIp()}:${this.#ports.ha}`,
-      clock: this.#clock,
-      log: scope("failover"),
-      inSyncWithinMs: () => this.#live.haSlaveTimeoutMs,
-      roles: {
-        promote: (epoch, role) => this.#promote(ctx, epoch, role),
-        follow: (master) => this.#follow(ctx, master),
-        registerAs: (brokerId) => this.#registerAs(ctx, brokerId),
-        confirmedOffset: () => ctx.store.maxPhyOffset,
-        fetchEpochCache: (addr) => this.#fetchEpochCache(addr),
-        // An unsynced cut keeps nothing aside: the master holds those bytes and sends them again,
-        // and store/truncated/ holds only what the group never acknowledged.
-        truncate: (offset, why) => void ctx.store.truncateTail(offset, why !== "unsynced"),
-        recoveredDamage: () => (ctx.store.recovery?.abnormal ? ctx.store.recovery.corruptRanges[0]?.from : undefined),
-        recoveredUnsynced: () => (ctx.store.recovery?.abnormal ? ctx.store.recovery.unsyncedFrom : undefined),
+    const services = {
+      promoted: () => {
+        this.#schedule?.start(ctx);
+        this.#tx?.start();
       },
-    });
-    this.#failover = failover;
-    ctx.store.writeFence = () => failover.fence();
-    ctx.failover = () => failover.summary();
-    failover.start();
-  }
-
-  /** GET_BROKER_EPOCH_CACHE at another replica of the group. */
-  async #fetchEpochCache(addr: string): Promise<EpochEntryCache | { error: string; answered?: number }> {
-    try {
-      const res = await this.#client.invoke(addr, createRequest(RequestCode.GET_BROKER_EPOCH_CACHE), this.#o.remoting.requestTimeoutMs);
-      if (res.code !== ResponseCode.SUCCESS) return { error: `${addr} answered ${res.code} ${res.remark ?? ""}`, answered: res.code };
-      const body = parseJsonBytes(res.body ?? new Uint8Array()) as Partial<EpochEntryCache> | null;
-      if (!body || !Array.isArray(body.epochList) || typeof body.maxOffset !== "number") return { error: `${addr} sent no epoch cache` };
-      return body as EpochEntryCache;
-    } catch (e) {
-      return { error: e instanceof Error ? e.message : String(e) };
-    }
-  }
-
-  /** Failover elected this replica: it takes writes from now on, with no restart. */
-  #promote(ctx: BrokerContext, epoch: number, role: "SYNC_MASTER" | "ASYNC_MASTER"): void {
-    const s = ctx.settings;
-    this.#stopFollowing();
-    // Replicas connected before this epoch (to this replica, or to it as master of an earlier
-    // epoch it kept across a lapsed lease) reconnect, and reconcile first: each records the new
-    // epoch before taking its bytes, or a later reconcile would cut them as never shared.
-    this.#ha.dropSlaves();
-    this.#master = {};
-    s.brokerRole = role;
-    s.brokerId = 0;
-    ctx.store.setReadOnly(false);
-    this.#wireMaster(ctx);
-    this.#schedule?.start(ctx);
-    this.#tx?.start();
-    this.#log.warn(`failover: ${s.brokerName} is master now (epoch ${epoch}, ${s.brokerRole}, log at ${ctx.store.maxPhyOffset})`);
-  }
-
-  /** Failover: another replica is master; this one stops writing (if it did) and replicates from it. */
-  #follow(ctx: BrokerContext, master: { addr: string; haAddr: string; epoch: number }): void {
-    const s = ctx.settings;
-    const wasMaster = s.brokerRole !== "SLAVE";
-    s.brokerRole = "SLAVE";
-    ctx.store.setReadOnly(true);
-    ctx.store.onAppend = undefined;
-    ctx.store.replicaWait = undefined;
-    if (wasMaster) {
-      void this.#schedule?.stop();
-      void this.#tx?.stop();
-      this.#ha.dropSlaves();
-    }
-    // A new epoch of the same master (re-elected after its lease lapsed) is a change too: the stream
-    // is reconnected, so beforeConnect reconciles and this replica's epoch file records that epoch.
-    const changed = master.addr !== this.#master.addr || master.haAddr !== this.#master.haAddr || master.epoch !== this.#master.epoch;
-    this.#master = master;
-    if (changed || this.#haClient === null) {
-      this.#stopFollowing();
-      this.#followMaster(ctx);
-    }
-    this.#log.warn(`failover: ${s.brokerName} follows ${master.addr} (HA ${master.haAddr})${wasMaster ? ", stepped down from master" : ""}`);
+      steppedDown: () => {
+        void this.#schedule?.stop();
+        void this.#tx?.stop();
+      },
+      registerAs: (brokerId: number) => this.#registerAs(ctx, brokerId),
+    };
+    this.#role.joinElection(services, { addr: this.brokerAddr, haAddr: `${this.#advertisedIp()}:${this.#ports.ha}` });
   }
 
   /** Registers (again, at once) under `brokerId`: 0 as master, the replica id otherwise. */
   #registerAs(ctx: BrokerContext, brokerId: number): void {
-    if (brokerId !== MASTER_ID) ctx.settings.brokerId = brokerId;
     if (this.#registration === null) this.#startRegistration(ctx, this.#namesrvAddr, brokerId);
     else void this.#registration.setBrokerId(brokerId);
-  }
-
-  /**
-   * Slave: replicated messages wake the pulls parked for them, as a send does on a master. A
-   * message of a topic this slave has no config for yet (created on the master since the last
-   * metadata sync) brings the next sync forward, so the slave can serve it without waiting up to
-   * slaveSyncIntervalMs — e.g. when the master dies right after creating the topic.
-   */
-  #onReplicated(ctx: BrokerContext, records: readonly DecodedRecord[]): void {
-    const now = this.#now();
-    if (now - this.#earlySyncAt >= EARLY_SYNC_MIN_INTERVAL_MS && records.some((r) => !ctx.topics.get(r.topic))) {
-      this.#earlySyncAt = now;
-      void this.#slaveSync?.syncAll();
-    }
   }
 
   /**
@@ -856,12 +615,11 @@ export class BrokerController {
     // Let the answers to parked pulls leave before the connections close (an event-loop turn, not
     // a time: it runs on the real loop whatever the clock).
     await new Promise((r) => setTimeout(r, 0));
-    this.#stopFollowing();
-    this.#ha.stop();
+    this.#role.stopReplication();
     this.#server.stop();
     this.#vipServer.stop();
     // Nothing is written any more: give the election lease back so a replica takes over now.
-    await this.#failover?.stop();
+    await this.#role.leave();
     await this.#client.close();
     await this.#schedule?.stop();
     await this.#tx?.stop();
@@ -875,18 +633,12 @@ export class BrokerController {
   readonly info: BrokerInfo = {
     clients: () => clientsView(this.#need()),
     traffic: () => trafficCounters(this.#need()),
-    replication: () => {
-      const role = this.#ctx?.settings.brokerRole ?? this.#o.broker.brokerRole;
-      const failover = this.#failover ? { failover: this.#failover.status() } : {};
-      if (role !== "SLAVE") return { role, slaves: this.#ha.status(), ...failover };
-      const st = this.#haClient?.status();
-      return {
-        role,
-        ...(st ? { master: { ...st, masterAddr: this.#master.addr, lastMetadataSyncAt: this.#slaveSync?.lastSyncAt ?? 0 } } : {}),
-        ...failover,
-      };
+    replication: () => this.#role.replication(),
+    settings: () => {
+      // In the order the admin API has always listed them: the role after the names.
+      const { clusterName, brokerName, ...rest } = this.#need().settings;
+      return { clusterName, brokerName, brokerId: this.#role.brokerId, brokerRole: this.#role.current, ...rest };
     },
-    settings: () => this.#need().settings,
     topics: () => this.#need().topics.all(),
     topic: (name) => this.#need().topics.get(name),
     queueOffsets: (topic) => {

@@ -11,12 +11,11 @@ import type { ConsumerManager, ProducerManager } from "./client-manager.ts";
 import type { PullRequestHoldService } from "./long-polling.ts";
 import type { BrokerStats } from "./stats.ts";
 import type { BrokerRole } from "../protocol/broker-config.ts";
+import type { BrokerRoleView } from "./replica-role.ts";
 
 export interface BrokerSettings {
   clusterName: string;
   brokerName: string;
-  brokerId: number;
-  brokerRole: BrokerRole;
   /** ip:port clients use for this broker (also the STOREHOST of every record). */
   brokerAddr: string;
   storeHost: HostAddress;
@@ -32,6 +31,9 @@ export interface BrokerSettings {
   /** SQL92 subscriptions are accepted and matched on message properties (RocketMQ's enablePropertyFilter). */
   enablePropertyFilter: boolean;
 }
+
+/** The settings with the role in force (BrokerInfo.settings(): the admin API's GET /broker, the dashboard). */
+export type BrokerSettingsInfo = BrokerSettings & { brokerId: number; brokerRole: BrokerRole };
 
 /**
  * What kind of refusal an admin operation answered, for callers that are not the wire (the HTTP
@@ -50,6 +52,8 @@ export interface OpRefusal {
 
 export interface BrokerContext {
   settings: BrokerSettings;
+  /** The role in force and the brokerId registered under (./replica-role.ts owns them). */
+  role: BrokerRoleView;
   store: MessageStore;
   topics: TopicConfigManager;
   consumerOffsets: ConsumerOffsetManager;
@@ -72,6 +76,4 @@ export interface BrokerContext {
    * answering (./namesrv-registration.ts PendingRoutes).
    */
   untilRoutable: (topic: string, other?: string) => Promise<void> | null;
-  /** broker.failover.enable: this replica's id, elected role, epoch and sync state set (brokerStatus shows them). */
-  failover?: () => { replicaId: number | undefined; role: string; epoch: number; syncStateSet: readonly number[] };
 }

@@ -1,7 +1,7 @@
 /**
  * Automatic failover of one broker replica (broker.failover.*): joins the group's
  * election on etcd (src/failover/election.ts) and turns its outcome into role changes of the
- * running broker, through the `FailoverRoles` the controller gives it:
+ * running broker, through the `FailoverRoles` its ReplicaRole gives it (./replica-role.ts):
  *
  *   start        the broker runs as a replica with no master (read-only store, nothing streamed),
  *                registered with the name servers under its replica id once etcd assigned one;
@@ -11,7 +11,7 @@
  *   other master `follow(master)`: read-only store, replicate from the master's HA address,
  *                copy its metadata, register under the replica id.
  *
- * Fencing: the store asks `fence()` before every put (MessageStore.writeFence); a master whose
+ * Fencing: the store asks `fence()` before every put (StoreReplication.fence); a master whose
  * lease renewal is overdue is refused with SERVICE_NOT_AVAILABLE, which Java and Go producers
  * retry on another broker.
  *
@@ -30,7 +30,7 @@ import { MASTER_ID } from "../protocol/route.ts";
 
 export type { EpochEntryCache } from "./replica-epochs.ts";
 
-/** What failover changes in the running broker (BrokerController implements it). */
+/** What failover changes in the running broker (ReplicaRole implements it, ./replica-role.ts). */
 export interface FailoverRoles {
   /** Now the master of `epoch`, replicating as `role`. */
   promote(epoch: number, role: MasterRole): void;
@@ -245,7 +245,7 @@ export class BrokerFailover {
     return null;
   }
 
-  /** MessageStore.writeFence: why a write must be refused now, or null. */
+  /** StoreReplication.fence (through ./replica-role.ts): why a write must be refused now, or null. */
   fence(): string | null {
     // Also between stepping down and the store turning read-only (a round awaits etcd in between).
     const e = this.#election;

@@ -4,9 +4,9 @@ export {
   type BrokerInfo,
   type BrokerRuntimeOptions,
   type BrokerConfigAccess,
-  type ReplicationInfo,
 } from "./broker.ts";
-export type { BrokerSettings } from "./context.ts";
+export type { BrokerRoleView, ReplicationInfo } from "./replica-role.ts";
+export type { BrokerSettings, BrokerSettingsInfo } from "./context.ts";
 export type { TransactionStats } from "./transaction/transactional-message-service.ts";
 export type {
   BrokerMetricsState,

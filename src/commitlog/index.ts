@@ -19,7 +19,7 @@ export {
   type GetMessageStatus,
   type TagCodeFilter,
   type RecoveryReport,
-  type ReplicaWait,
+  type StoreReplication,
   type StoreRuntimeOptions,
 } from "./message-store.ts";
 export type { CorruptRange } from "./recovery.ts";

@@ -13,28 +13,21 @@ import { SysFlag, transactionType } from "../protocol/sys-flag.ts";
 import type { AppendResult, CommitLog, StoreRecordInput } from "./commit-log.ts";
 import type { DiskGuard } from "./disk-guard.ts";
 import type { Dispatcher } from "./dispatch.ts";
-import type { MessageStoreOptions, PutMessageRequest, PutMessageResult, ReplicaWait } from "./store-types.ts";
+import type { MessageStoreOptions, PutMessageRequest, PutMessageResult } from "./store-types.ts";
 import type { WriteAdmission } from "./write-admission.ts";
 
 const enc = new TextEncoder();
-
-/** What replication asks of the put path: told of appends, and (SYNC_MASTER) a wait for a slave. */
-export interface PutReplication {
-  onAppend: (() => void) | undefined;
-  replicaWait: ReplicaWait | undefined;
-}
 
 export interface PutParts {
   /** The store's options object (reconfigure changes the limits in place). */
   options: Pick<
     MessageStoreOptions,
-    "maxMessageSizeBytes" | "segmentBytes" | "storeHost" | "flushDiskType" | "syncFlushTimeoutMs" | "dir" | "messageArriving"
+    "maxMessageSizeBytes" | "segmentBytes" | "storeHost" | "flushDiskType" | "syncFlushTimeoutMs" | "dir" | "messageArriving" | "replication"
   >;
   commitLog: CommitLog;
   dispatcher: Dispatcher;
   admission: WriteAdmission;
   guard: DiskGuard;
-  replication: PutReplication;
 }
 
 export class MessagePut {
@@ -161,7 +154,7 @@ export class MessagePut {
 
   /** After the append: the commit, then the flush and replication waits the requests ask for (up to `end`). */
   async #settle(reqs: readonly PutMessageRequest[], appended: AppendResult[], end: number): Promise<PutMessageResult> {
-    const { commitLog, options: o, replication } = this.#p;
+    const { commitLog, options: o } = this.#p;
     // The records sit in the CommitLog's write-behind stage until this turn's commit (one pwrite
     // for every append of the turn); nothing is acknowledged before they are in the page cache.
     await commitLog.whenCommitted();
@@ -174,14 +167,14 @@ export class MessagePut {
       const remark = `the CommitLog write failed${what}, store stopped taking writes until a restart: ${werr.message}`;
       return { status: full ? "SERVICE_NOT_AVAILABLE" : "UNKNOWN_ERROR", remark, appended: [] };
     }
-    replication.onAppend?.();
-    const wait = reqs.every((r) => r.waitStoreMsgOK !== false);
-    const replicaWait = replication.replicaWait;
-    if (!wait || (o.flushDiskType !== "SYNC_FLUSH" && !replicaWait)) return { status: "PUT_OK", appended };
+    const replication = o.replication;
+    replication?.appended();
+    if (!reqs.every((r) => r.waitStoreMsgOK !== false)) return { status: "PUT_OK", appended };
     // Flush and replication waits run together; as in RocketMQ, a replication failure wins.
-    const flushed = o.flushDiskType === "SYNC_FLUSH" ? commitLog.waitForFlush(end, o.syncFlushTimeoutMs) : Promise.resolve(true);
-    const replicated = replicaWait ? replicaWait(end) : Promise.resolve("OK" as const);
-    const [ok, repl] = await Promise.all([flushed, replicated]);
+    const flushed = o.flushDiskType === "SYNC_FLUSH" ? commitLog.waitForFlush(end, o.syncFlushTimeoutMs) : undefined;
+    const replicated = replication?.waitReplicas(end);
+    if (flushed === undefined && replicated === undefined) return { status: "PUT_OK", appended };
+    const [ok, repl] = await Promise.all([flushed ?? true, replicated ?? "OK"]);
     if (repl === "TIMEOUT") return { status: "FLUSH_SLAVE_TIMEOUT", appended };
     if (repl === "NO_SLAVE") return { status: "SLAVE_NOT_AVAILABLE", appended };
     if (!ok) return { status: "FLUSH_DISK_TIMEOUT", appended };

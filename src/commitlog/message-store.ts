@@ -2,7 +2,8 @@
  * MessageStore: the storage engine behind one broker — the CommitLog, a ConsumeQueue per
  * topic/queue, the IndexFile set, the checkpoint, recovery, flushing and retention — behind the
  * small facade the broker uses (RocketMQ's DefaultMessageStore, without the 100 methods). The
- * facade opens, wires and stops the parts, each in a file of its own:
+ * facade opens, wires and stops the parts, each in a file of its own; replication and the
+ * arrival listener are given at open (MessageStoreOptions), never set from outside afterwards:
  *
  *   ./store-recovery.ts     the recovery run at open
  *   ./message-put.ts        the put path (admission, append, dispatch, settle)
@@ -53,7 +54,6 @@ import {
   type PutMessageRequest,
   type PutMessageResult,
   type RecoveryReport,
-  type ReplicaWait,
   type StoreRuntimeOptions,
   type TagCodeFilter,
 } from "./store-types.ts";
@@ -86,15 +86,6 @@ export class MessageStore {
   /** The last checkpoint written; an unchanged one is not written again. */
   #lastCheckpoint: Checkpoint | null = null;
   recovery: RecoveryReport | null = null;
-  /** Called after every successful append (the HA service streams new bytes to slaves). */
-  onAppend: (() => void) | undefined = undefined;
-  /** SYNC_MASTER: set by the broker so puts wait for a slave's acknowledgement. */
-  replicaWait: ReplicaWait | undefined = undefined;
-  /**
-   * Automatic failover: why this store must not take a write now (a master whose election lease
-   * is not renewed is fenced), or null. Asked with every put, before anything is appended.
-   */
-  writeFence: (() => string | null) | undefined = undefined;
 
   private constructor(o: MessageStoreOptions) {
     // A copy: reconfigure() changes it, and the caller's object is not ours to change.
@@ -122,8 +113,8 @@ export class MessageStore {
     }));
     const dispatcher = (this.#dispatcher = new Dispatcher({ commitLog, queues, index, corrupt, options: opts, indexing: () => !rebuild.active, log }));
     const guard = (this.#guard = new DiskGuard(opts, disk, this.#now, log));
-    const admission = (this.#admission = new WriteAdmission(commitLog, guard, this, o.readOnly === true, log));
-    this.#put = new MessagePut({ options: opts, commitLog, dispatcher, admission, guard, replication: this });
+    const admission = (this.#admission = new WriteAdmission(commitLog, guard, o.replication, o.readOnly === true, log));
+    this.#put = new MessagePut({ options: opts, commitLog, dispatcher, admission, guard });
     this.#reader = new MessageReader({ commitLog, queues, corrupt, index, options: opts, halt: (e) => admission.halt(e, "pull") });
     this.#reader.memoryHotBytes = memoryHotBytes(o);
   }

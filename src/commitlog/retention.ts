@@ -4,6 +4,7 @@
  * regardless of age while the disk is above store.diskMaxUsedSpaceRatio; then the ConsumeQueue
  * and index files that only point below the new minimum. The segment being written never goes.
  */
+import { HOUR_MS } from "../common/clock.ts";
 import type { CommitLog } from "./commit-log.ts";
 import type { ConsumeQueueTable } from "./consume-queue-table.ts";
 import type { DiskGuard } from "./disk-guard.ts";
@@ -12,7 +13,6 @@ import type { IndexService } from "./index-service.ts";
 import type { MappedFile } from "./mapped-file.ts";
 import type { MessageStoreOptions } from "./store-types.ts";
 
-const HOUR_MS = 3_600_000;
 /** Segments deleted per pass under disk pressure. */
 const DELETE_PER_PASS = 10;
 

@@ -74,6 +74,12 @@ export interface MessageStoreOptions {
    * what recovery dispatches (nothing is parked before the store serves).
    */
   messageArriving?: MessageArrivingListener;
+  /**
+   * The broker's replication (../broker/replica-role.ts), asked with every put: told of each
+   * append, asked how long a put waits for replicas and whether a write is fenced. One object for
+   * the store's life; its answers follow the broker's role. Absent: no replication.
+   */
+  replication?: StoreReplication;
 }
 
 /** RocketMQ's MessageArrivingListener: a message can be pulled from `topic`/`queueId` at `queueOffset`. */
@@ -91,8 +97,15 @@ export type PutMessageStatus =
   | "SERVICE_NOT_AVAILABLE"
   | "UNKNOWN_ERROR";
 
-/** SYNC_MASTER: waits until a slave holds everything below `offset` (injected by the broker's HA). */
-export type ReplicaWait = (offset: number) => Promise<"OK" | "TIMEOUT" | "NO_SLAVE">;
+/** What the store asks of replication with every put (MessageStoreOptions.replication). */
+export interface StoreReplication {
+  /** After every successful append (a master's HA service streams the new bytes to slaves). */
+  appended(): void;
+  /** SYNC_MASTER: settles once replicas hold everything below `end`; undefined when a put waits for none. */
+  waitReplicas(end: number): Promise<"OK" | "TIMEOUT" | "NO_SLAVE"> | undefined;
+  /** Automatic failover: why this store must not take a write now (a master whose lease is not renewed), or null. */
+  fence(): string | null;
+}
 
 export interface PutMessageRequest {
   topic: string;

@@ -13,27 +13,23 @@ import { AssertionError } from "../common/assert.ts";
 import type { Logger } from "../common/log.ts";
 import type { CommitLog } from "./commit-log.ts";
 import type { DiskGuard } from "./disk-guard.ts";
-import type { PutMessageResult } from "./store-types.ts";
-
-/** Who may fence the store's writes (automatic failover), asked with every put. */
-export interface WriteFenceSource {
-  writeFence: (() => string | null) | undefined;
-}
+import type { PutMessageResult, StoreReplication } from "./store-types.ts";
 
 export class WriteAdmission {
   readonly #commitLog: CommitLog;
   readonly #guard: DiskGuard;
-  readonly #fence: WriteFenceSource;
+  /** Automatic failover fences the writes of a master whose lease lapsed. */
+  readonly #replication: StoreReplication | undefined;
   readonly #log: Logger;
   stopped = false;
   /** A slave's store refuses puts (it only takes replicated bytes). */
   readOnly: boolean;
   #halted: Error | null = null;
 
-  constructor(commitLog: CommitLog, guard: DiskGuard, fence: WriteFenceSource, readOnly: boolean, log: Logger) {
+  constructor(commitLog: CommitLog, guard: DiskGuard, replication: StoreReplication | undefined, readOnly: boolean, log: Logger) {
     this.#commitLog = commitLog;
     this.#guard = guard;
-    this.#fence = fence;
+    this.#replication = replication;
     this.readOnly = readOnly;
     this.#log = log;
   }
@@ -46,7 +42,7 @@ export class WriteAdmission {
   refusal(): string | null {
     if (this.stopped) return "message store has shut down";
     if (this.readOnly) return "message store is read-only (slave)";
-    const fenced = this.#fence.writeFence?.();
+    const fenced = this.#replication?.fence();
     if (fenced) return fenced;
     // Before the CommitLog's write error: an assertion inside an append sets that too, and the
     // answer should name the bug.

@@ -8,6 +8,8 @@
 /** Opaque: whatever the clock's setTimeout/setInterval returned. */
 export type TimerHandle = object;
 
+export const HOUR_MS = 3_600_000;
+
 export interface Clock {
   /** Milliseconds since the epoch. */
   now(): number;

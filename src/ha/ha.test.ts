@@ -8,7 +8,7 @@ import { readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import type { Socket } from "bun";
 import { scope, setLogLevel } from "../common/log.ts";
-import { MessageStore } from "../commitlog/index.ts";
+import { MessageStore, type StoreReplication } from "../commitlog/index.ts";
 import { message, tempStoreDir, testStoreOptions } from "../commitlog/test-support.ts";
 import { HAClient } from "./ha-client.ts";
 import { HAService } from "./ha-service.ts";
@@ -22,9 +22,15 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
+/** A store's replication listener, as the broker's ReplicaRole is for a master: appends are streamed by `ha` once master() names it. */
+const streams = new Map<MessageStore, { ha?: HAService }>();
+
 function openStore(readOnly: boolean): MessageStore {
   const dir = tempStoreDir(readOnly ? "ha-slave-" : "ha-master-");
-  const s = MessageStore.open(testStoreOptions(dir, { readOnly }));
+  const to: { ha?: HAService } = {};
+  const replication: StoreReplication = { appended: () => to.ha?.notifyNewData(), waitReplicas: () => undefined, fence: () => null };
+  const s = MessageStore.open(testStoreOptions(dir, { readOnly, replication }));
+  streams.set(s, to);
   cleanups.push(async () => {
     await s.shutdown();
     rmSync(dir, { recursive: true, force: true });
@@ -45,7 +51,8 @@ function master(store: MessageStore, batchBytes = 32 * 1024, epoch?: number): HA
   });
   ha.start();
   ha.attachStore(store);
-  store.onAppend = () => ha.notifyNewData();
+  const to = streams.get(store);
+  if (to) to.ha = ha;
   cleanups.push(() => ha.stop());
   return ha;
 }

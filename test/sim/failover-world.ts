@@ -44,7 +44,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { BrokerFailover, type EpochEntryCache, type FailoverRoles } from "../../src/broker/failover.ts";
-import { MessageStore, type MessageStoreOptions, type PutMessageRequest, type PutMessageResult } from "../../src/commitlog/index.ts";
+import { MessageStore, type MessageStoreOptions, type PutMessageRequest, type PutMessageResult, type StoreReplication } from "../../src/commitlog/index.ts";
 import { parseHostAddress } from "../../src/common/message-record.ts";
 import { defaultConfig, type Config } from "../../src/config/schema.ts";
 import type { MasterRecord } from "../../src/failover/election.ts";
@@ -276,7 +276,13 @@ class FailoverWorld {
   start(idx: number): Replica {
     const clock = this.sim.view();
     const host = `r${idx}`;
-    const store = MessageStore.open(this.storeOptions(idx, clock));
+    // What the broker's ReplicaRole is to its store (src/broker/replica-role.ts); `r` is made below, read late.
+    const replication: StoreReplication = {
+      appended: () => (r.isMaster ? r.ha.notifyNewData() : undefined),
+      waitReplicas: (offset) => (r.isMaster ? this.waitReplicas(r, offset) : undefined),
+      fence: () => this.fence(r),
+    };
+    const store = MessageStore.open({ ...this.storeOptions(idx, clock), replication });
     const ha = new HAService({
       host,
       port: HA_PORT,
@@ -305,14 +311,13 @@ class FailoverWorld {
       kv: this.etcd.client(host),
     });
     const r = Object.assign(rep, { failover }) as Replica;
-    store.writeFence = () => this.fence(r);
     failover.start();
     this.replicas[idx] = r;
     this.note(`${host} up, log end ${store.maxPhyOffset}: ${JSON.stringify(store.recovery?.problems ?? [])}`);
     return r;
   }
 
-  /** What BrokerController does on each outcome of the election (src/broker/broker.ts #promote, #follow). */
+  /** What the broker does on each outcome of the election (src/broker/replica-role.ts #promote, #follow). */
   roles(r: Replica): FailoverRoles {
     return {
       promote: (epoch) => this.promote(r, epoch),
@@ -341,21 +346,20 @@ class FailoverWorld {
     r.master = null;
     r.isMaster = true;
     r.store.setReadOnly(false);
-    r.store.onAppend = () => r.ha.notifyNewData();
-    r.store.replicaWait = (offset) => {
-      const acks = r.failover.acksNeeded();
-      r.acksAt.set(offset, acks);
-      return acks === 0 ? Promise.resolve("OK") : r.ha.waitForAck(offset, this.cfg.haSlaveTimeoutMs, acks, (id) => r.failover.countsAck(id));
-    };
     this.checkAcksOn(r, `master of epoch ${epoch}`);
+  }
+
+  /** A master's put waits for the acks the sync state set needs (the store's waitReplicas while r is master). */
+  waitReplicas(r: Replica, offset: number): Promise<"OK" | "TIMEOUT" | "NO_SLAVE"> {
+    const acks = r.failover.acksNeeded();
+    r.acksAt.set(offset, acks);
+    return acks === 0 ? Promise.resolve("OK") : r.ha.waitForAck(offset, this.cfg.haSlaveTimeoutMs, acks, (id) => r.failover.countsAck(id));
   }
 
   follow(r: Replica, master: MasterRecord | { addr: string; haAddr: string }): void {
     const wasMaster = r.isMaster;
     r.isMaster = false;
     r.store.setReadOnly(true);
-    r.store.onAppend = undefined;
-    r.store.replicaWait = undefined;
     if (wasMaster) r.ha.dropSlaves();
     const changed = master.addr !== r.master?.addr || master.haAddr !== r.master.haAddr;
     r.master = { addr: master.addr, haAddr: master.haAddr };
@@ -427,7 +431,7 @@ class FailoverWorld {
     }
   }
 
-  /** The store's writeFence, with F1's check that a write taken is taken by the master etcd names. */
+  /** The store's fence (StoreReplication.fence), with F1's check that a write taken is taken by the master etcd names. */
   fence(r: Replica): string | null {
     const why = r.failover.fence();
     if (why !== null) return why;

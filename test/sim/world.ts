@@ -27,7 +27,7 @@
  *   I6  neither store halts its write path: a halt means an assertion of the store failed (a bug),
  *       or a dispatch threw (docs/CONVENTIONS.md §2); checked after every step.
  */
-import { MessageStore, type MessageStoreOptions, type PutMessageResult } from "../../src/commitlog/index.ts";
+import { MessageStore, type MessageStoreOptions, type PutMessageResult, type StoreReplication } from "../../src/commitlog/index.ts";
 import { type FlushDiskType } from "../../src/protocol/broker-config.ts";
 import { decodeRecordAt, parseHostAddress } from "../../src/common/message-record.ts";
 import type { Logger, LogLevel } from "../../src/common/log.ts";
@@ -217,7 +217,14 @@ async function run(seed: number, opts: SimOptions, trace: string[] | null, epoch
 
   const startMaster = (): Master => {
     const clock = sim.view();
-    const store = MessageStore.open(storeOptions(MASTER_DIR, clock, disk.view(clock), false));
+    // As the broker's ReplicaRole does for a master: appends are streamed, SYNC_MASTER puts wait for the slave.
+    const streams: { ha?: HAService } = {};
+    const replication: StoreReplication = {
+      appended: () => streams.ha?.notifyNewData(),
+      waitReplicas: (offset) => (syncMaster && streams.ha ? streams.ha.waitForAck(offset, 3000) : undefined),
+      fence: () => null,
+    };
+    const store = MessageStore.open({ ...storeOptions(MASTER_DIR, clock, disk.view(clock), false), replication });
     const e = startMasterEpoch(masterEpochs, store.maxPhyOffset, new SimLogger("epochs-master", trace, () => sim.now));
     note(`master epoch ${e.epoch} begins at ${e.startOffset}`);
     const ha = new HAService({
@@ -233,8 +240,7 @@ async function run(seed: number, opts: SimOptions, trace: string[] | null, epoch
     });
     ha.start();
     ha.attachStore(store);
-    store.onAppend = () => ha.notifyNewData();
-    if (syncMaster) store.replicaWait = (offset) => ha.waitForAck(offset, 3000);
+    streams.ha = ha;
     note(`master up, recovered end ${store.maxPhyOffset}: ${JSON.stringify(store.recovery?.problems ?? [])}`);
     return { clock, store, ha };
   };

@@ -106,7 +106,7 @@ export function decodeLockBatchBody(body: Uint8Array | undefined): LockBatchBody
  * SubscriptionGroupConfig as JSON, missing fields at Java's defaults, created or replaced.
  */
 export function upsertGroup(ctx: BrokerContext, raw: unknown, from: string): OpRefusal | null {
-  if (ctx.settings.brokerRole === "SLAVE") return { refused: "conflict", code: ResponseCode.SYSTEM_ERROR, remark: SLAVE_REFUSAL };
+  if (ctx.role.isSlave) return { refused: "conflict", code: ResponseCode.SYSTEM_ERROR, remark: SLAVE_REFUSAL };
   const cfg = subscriptionGroupFromJson(raw);
   if ("invalid" in cfg) return { refused: "invalid", code: ResponseCode.SYSTEM_ERROR, remark: `bad SubscriptionGroupConfig: ${cfg.invalid}` };
   const problem = ctx.groups.upsert(cfg);
@@ -117,7 +117,7 @@ export function upsertGroup(ctx: BrokerContext, raw: unknown, from: string): OpR
 
 /** DELETE_SUBSCRIPTIONGROUP (and DELETE /groups/:group): the group's config, and its offsets when asked. */
 export function deleteGroup(ctx: BrokerContext, group: string, removeOffset: boolean, from: string): OpRefusal | null {
-  if (ctx.settings.brokerRole === "SLAVE") return { refused: "conflict", code: ResponseCode.SYSTEM_ERROR, remark: SLAVE_REFUSAL };
+  if (ctx.role.isSlave) return { refused: "conflict", code: ResponseCode.SYSTEM_ERROR, remark: SLAVE_REFUSAL };
   const existed = ctx.groups.delete(group);
   const offsets = removeOffset ? ctx.consumerOffsets.removeGroup(group) : 0;
   ctx.log.info(`subscription group ${group} deleted by ${from} (existed: ${existed}, offsets removed: ${offsets})`);
@@ -320,7 +320,7 @@ export class AdminProcessor implements RequestProcessor {
 
   #updateGroup(conn: RemotingConnection, cmd: RemotingCommand): RemotingCommand {
     const ctx = this.#ctx;
-    if (ctx.settings.brokerRole === "SLAVE") return createResponse(cmd, ResponseCode.SYSTEM_ERROR, SLAVE_REFUSAL);
+    if (ctx.role.isSlave) return createResponse(cmd, ResponseCode.SYSTEM_ERROR, SLAVE_REFUSAL);
     if (!cmd.body || cmd.body.length === 0) return createResponse(cmd, ResponseCode.SYSTEM_ERROR, "the request has no SubscriptionGroupConfig body");
     let raw: unknown;
     try {

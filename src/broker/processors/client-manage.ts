@@ -124,7 +124,7 @@ export class ClientManageProcessor implements RequestProcessor {
     const madeRetry = new Set<string>();
     for (const c of hb.consumers) {
       const group = ctx.groups.findOrCreate(c.groupName, ctx.settings.autoCreateSubscriptionGroup);
-      if (group && group.retryQueueNums > 0 && ctx.settings.brokerRole !== "SLAVE") {
+      if (group && group.retryQueueNums > 0 && !ctx.role.isSlave) {
         const retry = retryTopic(c.groupName);
         if (!ctx.topics.get(retry)) madeRetry.add(c.groupName);
         ctx.createTopicIfAbsent(retry, group.retryQueueNums, PermName.READ | PermName.WRITE);

@@ -11,7 +11,7 @@ const log = { rateLimited: (_l: string, _k: string, m: string) => void warnings.
 function rig(brokerRole: "SLAVE" | "ASYNC_MASTER") {
   const seen: EndTransactionRequest[] = [];
   const tx = { endTransaction: async (h: EndTransactionRequest) => (seen.push(h), { code: ResponseCode.SUCCESS, action: "committed" }) };
-  const ctx = { settings: { brokerRole, brokerName: "broker-a" }, log } as unknown as BrokerContext;
+  const ctx = { settings: { brokerName: "broker-a" }, role: { isSlave: brokerRole === "SLAVE" }, log } as unknown as BrokerContext;
   return { p: new EndTransactionProcessor(ctx, tx as unknown as TransactionalMessageService), seen };
 }
 

@@ -35,9 +35,8 @@ export class EndTransactionProcessor implements RequestProcessor {
   static readonly CODES = [RequestCode.END_TRANSACTION];
 
   async process(conn: RemotingConnection, cmd: RemotingCommand): Promise<RemotingCommand> {
-    const s = this.#ctx.settings;
-    if (s.brokerRole === "SLAVE") {
-      return createResponse(cmd, ResponseCode.SLAVE_NOT_AVAILABLE, `broker ${s.brokerName} is a slave: end the transaction on its master`);
+    if (this.#ctx.role.isSlave) {
+      return createResponse(cmd, ResponseCode.SLAVE_NOT_AVAILABLE, `broker ${this.#ctx.settings.brokerName} is a slave: end the transaction on its master`);
     }
     const ext = cmd.extFields;
     const h = {

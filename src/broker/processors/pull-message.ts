@@ -127,7 +127,7 @@ export class PullMessageProcessor implements RequestProcessor {
       if (h.queueOffset !== 0) code = ResponseCode.PULL_OFFSET_MOVED;
       next = 0;
     }
-    if (ctx.settings.brokerRole === "SLAVE" && code === ResponseCode.PULL_OFFSET_MOVED) {
+    if (ctx.role.isSlave && code === ResponseCode.PULL_OFFSET_MOVED) {
       // A slave may lag its master: never move a consumer's offset from a slave's view.
       code = ResponseCode.PULL_RETRY_IMMEDIATELY;
       next = h.queueOffset;
@@ -178,7 +178,7 @@ export class PullMessageProcessor implements RequestProcessor {
   }
 
   #commitOffset(h: PullHeader, enabled: boolean): void {
-    if (!enabled || (h.sysFlag & PullSysFlag.COMMIT_OFFSET) === 0 || this.#ctx.settings.brokerRole === "SLAVE") return;
+    if (!enabled || (h.sysFlag & PullSysFlag.COMMIT_OFFSET) === 0 || this.#ctx.role.isSlave) return;
     this.#ctx.consumerOffsets.commit(h.consumerGroup, h.topic, h.queueId, h.commitOffset);
   }
 

@@ -50,7 +50,7 @@ export class ReplyMessageProcessor implements RequestProcessor {
     const ctx = this.#ctx;
     const s = ctx.settings;
     const h = parseSendHeader(cmd, ctx.now);
-    const refused = slaveRefusal(s);
+    const refused = slaveRefusal(ctx);
     if (refused) return createResponse(cmd, refused.code, refused.remark);
     const bad = validateTopicName(h.topic);
     if (bad) return createResponse(cmd, ResponseCode.SYSTEM_ERROR, bad);

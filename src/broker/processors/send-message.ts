@@ -147,9 +147,9 @@ interface TopicTarget {
 }
 
 /** A slave takes no writes (sends, send-backs, replies). */
-export function slaveRefusal(s: BrokerSettings): Refusal | null {
-  if (s.brokerRole === "SLAVE")
-    return { code: ResponseCode.SERVICE_NOT_AVAILABLE, remark: `broker ${s.brokerName} is a slave: it does not take writes, send to its master` };
+export function slaveRefusal(ctx: BrokerContext): Refusal | null {
+  if (ctx.role.isSlave)
+    return { code: ResponseCode.SERVICE_NOT_AVAILABLE, remark: `broker ${ctx.settings.brokerName} is a slave: it does not take writes, send to its master` };
   return null;
 }
 
@@ -243,7 +243,7 @@ export class SendMessageProcessor implements RequestProcessor {
   /** Role, topic name, topic (found, or planned for auto-creation), queue id, writable; the queue to store in. */
   #target(i: SendInput): TopicTarget & { queueId: number } | Refusal {
     const h = i.header;
-    const refused = slaveRefusal(this.#ctx.settings) ?? this.#checkTopicName(h.topic);
+    const refused = slaveRefusal(this.#ctx) ?? this.#checkTopicName(h.topic);
     if (refused) return refused;
     const found = this.#findOrPlanTopic(h);
     if ("code" in found) return found;
@@ -446,7 +446,7 @@ export class SendMessageProcessor implements RequestProcessor {
     const groupName = reqString(ext, "group");
     const delayLevel = reqInt(ext, "delayLevel");
     const maxFromHeader = optInt(ext, "maxReconsumeTimes");
-    const role = slaveRefusal(this.#ctx.settings);
+    const role = slaveRefusal(this.#ctx);
     if (role) return createResponse(cmd, role.code, role.remark);
     const group = ctx.groups.get(groupName) ?? ctx.groups.findOrCreate(groupName, ctx.settings.autoCreateSubscriptionGroup);
     if (!group) return createResponse(cmd, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, `subscription group not exist, ${groupName}`);

@@ -68,7 +68,7 @@ function isSystemTopic(s: BrokerSettings, topic: string): boolean {
 
 /** Why this broker may not change `topic` (a slave, a name that is not a topic name, a system topic), or null. */
 function topicChangeRefusal(ctx: BrokerContext, topic: string): OpRefusal | null {
-  if (ctx.settings.brokerRole === "SLAVE") return refuse("conflict", `broker ${ctx.settings.brokerName} is a slave: change topics on its master`);
+  if (ctx.role.isSlave) return refuse("conflict", `broker ${ctx.settings.brokerName} is a slave: change topics on its master`);
   // The name becomes a directory under consumequeue/: never act on one that is not a topic name.
   const bad = validateTopicName(topic);
   if (bad) return refuse("invalid", bad);

@@ -78,7 +78,7 @@ class Rig {
     this.offsets = new DelayOffsetManager({ dir: this.dir });
     expect(this.offsets.load()).toEqual([]);
     this.ctx = {
-      settings: { brokerRole },
+      role: { isSlave: brokerRole === "SLAVE" },
       store: this.store,
       delayOffsets: this.offsets,
     };

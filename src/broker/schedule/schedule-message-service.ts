@@ -71,7 +71,6 @@ import {
 } from "../../commitlog/index.ts";
 import { type DelayOffsetManager, type TopicConfigManager } from "../metadata.ts";
 import { SCHEDULE_TOPIC, TRANS_HALF_TOPIC, type TopicConfig } from "../../protocol/topics.ts";
-import type { BrokerRole } from "../../protocol/broker-config.ts";
 import { ResponseCode } from "../../remoting/index.ts";
 import type { ScheduleHook } from "../processors/send-message.ts";
 import { putRequestFromRecord, realQueueOf } from "../reput.ts";
@@ -111,7 +110,7 @@ export interface ScheduleOptions {
 
 /** What delivery needs from the broker; BrokerContext has it all. */
 export interface ScheduleContext {
-  settings: { brokerRole: BrokerRole };
+  role: { readonly isSlave: boolean };
   store: MessageStore;
   delayOffsets: DelayOffsetManager;
 }
@@ -213,7 +212,7 @@ export class ScheduleMessageService implements ScheduleHook {
   /** Starts delivering (not on a slave). `ctx` is the broker's context. */
   start(ctx: ScheduleContext): void {
     if (!this.#stopped) return;
-    if (ctx.settings.brokerRole === "SLAVE") {
+    if (ctx.role.isSlave) {
       this.#log.info("slave: delayed messages are stored as replicated, the master delivers them");
       return;
     }

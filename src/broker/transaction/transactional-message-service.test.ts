@@ -55,7 +55,8 @@ class Rig {
       lastUpdateTimestamp: this.t,
     });
     const ctx: TransactionContext = {
-      settings: { brokerRole: "ASYNC_MASTER", storeHost: parseHostAddress("127.0.0.1:10911"), brokerName: "b" },
+      role: { isSlave: false },
+      settings: { storeHost: parseHostAddress("127.0.0.1:10911"), brokerName: "b" },
       store: this.store,
       consumerOffsets: this.offsets,
       producers: this.producers,

@@ -51,7 +51,6 @@ import { PermName } from "../../protocol/permission.ts";
 import { TRANS_CHECK_MAX_TIME_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC, type TopicConfig } from "../../protocol/topics.ts";
 import { createRequest, RequestCode, ResponseCode, type RemotingConnection } from "../../remoting/index.ts";
 import type { ProducerManager } from "../client-manager.ts";
-import type { BrokerRole } from "../../protocol/broker-config.ts";
 import { decideHalf, type CheckPolicy } from "./check-policy.ts";
 import {
   HALF_QUEUE_ID,
@@ -90,7 +89,8 @@ export interface TransactionOptions {
 
 /** What the service needs from the broker; BrokerContext has it all. */
 export interface TransactionContext {
-  settings: { brokerRole: BrokerRole; storeHost: HostAddress; brokerName: string };
+  settings: { storeHost: HostAddress; brokerName: string };
+  role: { readonly isSlave: boolean };
   store: MessageStore;
   consumerOffsets: ConsumerOffsetManager;
   producers: ProducerManager;
@@ -298,7 +298,7 @@ export class TransactionalMessageService {
   start(): void {
     const ctx = this.#need();
     if (!this.#stopped) return;
-    if (ctx.settings.brokerRole === "SLAVE") return;
+    if (ctx.role.isSlave) return;
     this.#stopped = false;
     this.#schedule(this.#o.checkIntervalMs);
   }

@@ -5,7 +5,7 @@
  * are on the name server's own dashboard.
  */
 import type { FC } from "hono/jsx";
-import type { BrokerSettings, ReplicationInfo } from "../../../broker/index.ts";
+import type { BrokerSettingsInfo, ReplicationInfo } from "../../../broker/index.ts";
 import type { LiveBrokerInfo, NamesrvInfo } from "../../../namesrv/index.ts";
 import { bytes, num, Table, when } from "../layout.tsx";
 
@@ -15,7 +15,7 @@ export interface ClusterData {
   namesrv?: { cluster: ReturnType<NamesrvInfo["cluster"]>; live: LiveBrokerInfo[] };
   /** This process's broker. */
   broker?: {
-    settings: BrokerSettings;
+    settings: BrokerSettingsInfo;
     replication: ReplicationInfo;
     store: { minPhyOffset: number; maxPhyOffset: number; flushedOffset: number; diskUsageRatio: number };
   };
