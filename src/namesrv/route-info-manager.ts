@@ -15,7 +15,8 @@
  *   - only a master (brokerId 0) writes QueueData; a slave's topic configs are ignored, so a broker
  *     name whose master died keeps its queues (served by the slave) until its last address goes.
  */
-import type { DataVersion } from "../protocol/data-version.ts";
+import { assert } from "../common/assert.ts";
+import { sameVersion, type DataVersion } from "../protocol/data-version.ts";
 import { PermName } from "../protocol/permission.ts";
 import { MASTER_ID, type BrokerData, type ClusterInfo, type QueueData, type TopicRouteData } from "../protocol/route.ts";
 import type { TopicConfig } from "../protocol/topics.ts";
@@ -86,6 +87,7 @@ export class RouteInfoManager {
     }
     if (previous !== a.brokerAddr) firstRegister = true;
     bd.brokerAddrs.set(a.brokerId, a.brokerAddr);
+    this.#assertOneIdPerAddr(bd);
 
     const live = this.#brokerLiveTable.get(a.brokerAddr);
     if (a.brokerId === MASTER_ID) {
@@ -104,12 +106,13 @@ export class RouteInfoManager {
       brokerName: a.brokerName,
       brokerId: a.brokerId,
     });
+    assert(this.#clusterAddrTable.get(a.clusterName)?.has(a.brokerName) === true, "registered broker {} is not in its cluster {}", a.brokerName, a.clusterName);
     if (a.filterServerList.length > 0) this.#filterServerTable.set(a.brokerAddr, [...a.filterServerList]);
     else this.#filterServerTable.delete(a.brokerAddr);
 
     const result: RegisterBrokerResult = {};
     if (a.brokerId !== MASTER_ID) {
-      const masterAddr = bd.brokerAddrs.get(0);
+      const masterAddr = bd.brokerAddrs.get(MASTER_ID);
       const masterLive = masterAddr !== undefined ? this.#brokerLiveTable.get(masterAddr) : undefined;
       if (masterAddr !== undefined && masterLive) {
         result.masterAddr = masterAddr;
@@ -233,7 +236,7 @@ export class RouteInfoManager {
       for (const n of names) topics.add(n);
     }
     for (const bd of this.#brokerAddrTable.values()) {
-      const addr = bd.brokerAddrs.get(0) ?? bd.brokerAddrs.values().next().value;
+      const addr = bd.brokerAddrs.get(MASTER_ID) ?? bd.brokerAddrs.values().next().value;
       if (addr !== undefined) {
         brokerAddr = addr;
         break;
@@ -316,12 +319,18 @@ export class RouteInfoManager {
         if (queues.size === 0) this.#topicQueueTable.delete(topic);
       }
     }
+    assert(!this.#brokerLiveTable.has(brokerAddr), "removed broker {} is still live", brokerAddr);
     return removed;
   }
-}
 
-function sameVersion(a: DataVersion, b: DataVersion): boolean {
-  return a.counter === b.counter && a.timestamp === b.timestamp;
+  /** A broker name lists an address under one id at most (a role switch re-registers it under the new id). */
+  #assertOneIdPerAddr(bd: BrokerAddrs): void {
+    const seen = new Set<string>();
+    for (const addr of bd.brokerAddrs.values()) {
+      assert(!seen.has(addr), "broker {} lists address {} under two ids", bd.brokerName, addr);
+      seen.add(addr);
+    }
+  }
 }
 
 function cmp(a: string, b: string): number {
