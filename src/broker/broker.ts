@@ -52,6 +52,10 @@ import { ensureScheduleTopic, ScheduleMessageService } from "./schedule/schedule
 import { TransactionalMessageService, type TransactionStats } from "./transaction/transactional-message-service.ts";
 import { clientsView, trafficCounters, type ClientsView, type TrafficCounters } from "./dashboard-info.ts";
 import { ReplicaRole, type ReplicationInfo } from "./replica-role.ts";
+import { PopService } from "./pop/pop-service.ts";
+import { PopLongPolling } from "./pop/pop-long-polling.ts";
+import { PopMessageProcessor } from "./processors/pop-message.ts";
+import { AckMessageProcessor } from "./processors/ack-message.ts";
 
 /**
  * The broker's configuration: the schema's broker, store and remoting sections exactly as loaded
@@ -117,6 +121,19 @@ export interface BrokerConfigAccess {
 /** How long a request that created a topic waits for its registration (PendingRoutes): under the clients' 3 s timeouts. */
 const ROUTE_WAIT_MAX_MS = 2000;
 
+/** The VIP channel serves everything but pulls and pops (RocketMQ's fastRemotingServer). */
+const NOT_ON_VIP = new Set<number>([
+  RequestCode.PULL_MESSAGE,
+  RequestCode.LITE_PULL_MESSAGE,
+  RequestCode.POP_MESSAGE,
+  RequestCode.PEEK_MESSAGE,
+  RequestCode.NOTIFICATION,
+  RequestCode.POLLING_INFO,
+]);
+/** POP's revive queues and revive tick (RocketMQ 5.3's reviveQueueNum and reviveInterval). */
+const REVIVE_QUEUE_NUM = 8;
+const REVIVE_INTERVAL_MS = 1000;
+
 export interface BrokerInfo {
   /** Producer and consumer groups with their member connections (the dashboard, ./dashboard-info.ts). */
   clients(): ClientsView;
@@ -162,6 +179,9 @@ export class BrokerController {
   #registration: NamesrvRegistration | null = null;
   readonly #pendingRoutes: PendingRoutes;
   #schedule: ScheduleMessageService | null = null;
+  /** POP consumption's in-flight state and revive service, and its parked pops (./pop/). */
+  #pop: PopService | null = null;
+  #popPolling: PopLongPolling | null = null;
   #tx: TransactionalMessageService | null = null;
   #timers: TimerHandle[] = [];
   #ports = { listen: 0, vip: 0, ha: 0 };
@@ -306,7 +326,12 @@ export class BrokerController {
       maxMessageSizeBytes: o.broker.maxMessageSizeBytes,
       tagsCodeFor: schedule.tagsCodeFor,
       // Every message that reaches a ConsumeQueue, by any writer, wakes the pulls parked for it here.
-      messageArriving: { arriving: (topic, queueId, queueOffset, tagsCode) => this.#ctx?.hold.notifyMessageArriving(topic, queueId, queueOffset, tagsCode) },
+      messageArriving: {
+        arriving: (topic, queueId, queueOffset, tagsCode) => {
+          this.#ctx?.hold.notifyMessageArriving(topic, queueId, queueOffset, tagsCode);
+          this.#popPolling?.arriving(topic, queueId, tagsCode);
+        },
+      },
       // The role streams appends, makes SYNC_MASTER puts wait for replicas and fences (./replica-role.ts).
       replication: this.#role,
       clock: this.#clock,
@@ -418,12 +443,12 @@ export class BrokerController {
       [BrokerToClientProcessor.CODES, new BrokerToClientProcessor(ctx)],
       [AclAdminProcessor.CODES, new AclAdminProcessor(ctx, this.#acl)],
       [EpochCacheProcessor.CODES, new EpochCacheProcessor(() => this.#role.epochCache())],
+      ...this.#popProcessors(ctx),
     ];
     for (const [codes, p] of processors) {
       this.#server.registerAll(codes, p);
-      // The VIP channel serves everything but pulls (RocketMQ's fastRemotingServer).
       this.#vipServer.registerAll(
-        codes.filter((c) => c !== RequestCode.PULL_MESSAGE && c !== RequestCode.LITE_PULL_MESSAGE),
+        codes.filter((c) => !NOT_ON_VIP.has(c)),
         p,
       );
     }
@@ -435,12 +460,26 @@ export class BrokerController {
     }
   }
 
+  /** POP consumption (./pop/): its processors over one in-flight state and one set of parked pops. */
+  #popProcessors(ctx: BrokerContext): [readonly number[], RequestProcessor][] {
+    const pop = new PopService(ctx, { reviveQueueNum: REVIVE_QUEUE_NUM, reviveIntervalMs: REVIVE_INTERVAL_MS, clock: this.#clock });
+    const polling = new PopLongPolling({ clock: this.#clock, maxPerKey: 1024, maxTotal: 100_000, checkIntervalMs: 20 });
+    this.#pop = pop;
+    this.#popPolling = polling;
+    return [
+      [PopMessageProcessor.CODES, new PopMessageProcessor(ctx, pop, polling)],
+      [AckMessageProcessor.CODES, new AckMessageProcessor(ctx, pop)],
+    ];
+  }
+
   /** Long polling, replication, delayed delivery, transaction check-backs, client expiry, offset persistence. */
   #startServices(ctx: BrokerContext, schedule: ScheduleMessageService, tx: TransactionalMessageService): void {
     ctx.hold.start();
     this.#role.startReplication(ctx);
     this.#schedule = schedule;
     schedule.start(ctx); // not on a slave (it checks the role)
+    this.#popPolling?.start();
+    this.#pop?.start(); // not on a slave (it checks the role)
     // Check-backs come from the master only; a slave's half queue is a replica.
     tx.start();
     this.#startExpiryScan();
@@ -546,10 +585,12 @@ export class BrokerController {
     const services = {
       promoted: () => {
         this.#schedule?.start(ctx);
+        this.#pop?.start();
         this.#tx?.start();
       },
       steppedDown: () => {
         void this.#schedule?.stop();
+        this.#pop?.stop();
         void this.#tx?.stop();
       },
       registerAs: (brokerId: number) => this.#registerAs(ctx, brokerId),
@@ -612,6 +653,7 @@ export class BrokerController {
     if (this.#expiryTimer) this.#clock.clearInterval(this.#expiryTimer);
     this.#expiryTimer = null;
     this.#ctx?.hold.stop();
+    this.#popPolling?.stop();
     // Let the answers to parked pulls leave before the connections close (an event-loop turn, not
     // a time: it runs on the real loop whatever the clock).
     await new Promise((r) => setTimeout(r, 0));
@@ -623,6 +665,8 @@ export class BrokerController {
     await this.#client.close();
     await this.#schedule?.stop();
     await this.#tx?.stop();
+    this.#pop?.commitProgress();
+    this.#pop?.stop();
     if (this.#ctx) {
       await Promise.all([this.#ctx.consumerOffsets.idle(), this.#ctx.delayOffsets.idle()]);
       this.#persistOffsets();

@@ -201,6 +201,22 @@ export class InProcessBroker implements AsyncDisposable {
     if (this.#ownDir) rmSync(this.dir, { recursive: true, force: true });
   }
 
+  /**
+   * A process crash (kill -9): the broker's clock and listeners die where they stand, nothing is
+   * flushed or persisted, the files stay (their written bytes in the page cache, as after a kill).
+   * A broker started on the same `dir` then recovers them. The temp dir of a fixture that made its
+   * own is kept: the caller passed none to reuse, so it is removed here.
+   */
+  async crash(): Promise<void> {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    this.clock.dead = true;
+    this.network.kill(FIXTURE_HOST, FIXTURE_PORT);
+    this.network.kill(FIXTURE_HOST, FIXTURE_PORT - 2);
+    for (const c of this.#clients.splice(0)) await c.close();
+    if (this.#ownDir) rmSync(this.dir, { recursive: true, force: true });
+  }
+
   async [Symbol.asyncDispose](): Promise<void> {
     await this.stop();
   }

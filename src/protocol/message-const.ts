@@ -36,6 +36,10 @@ export const MessageConst = {
   TIMER_DELIVER_MS: "TIMER_DELIVER_MS",
   TIMER_DELAY_SEC: "TIMER_DELAY_SEC",
   TIMER_DELAY_MS: "TIMER_DELAY_MS",
+  /** 5.x POP: a popped message's receipt handle (../protocol/pop.ts). */
+  POP_CK: "POP_CK",
+  /** 5.x POP: when the message was first popped (set on a revived copy). */
+  FIRST_POP_TIME: "1ST_POP_TIME",
   /** Separates the keys inside KEYS. */
   PROPERTY_KEY_SEPARATOR: " ",
 } as const;

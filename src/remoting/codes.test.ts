@@ -44,8 +44,10 @@ describe.each([
     }
   });
 
-  test("fits the ROCKETMQ header's signed 16-bit code field", () => {
-    for (const code of Object.values(table)) expect(code).toBeLessThanOrEqual(0x7fff);
+  // 5.x's POP codes (2000xx) do not fit: Java writes the code as a short there too, so they
+  // travel only with JSON headers, the 5.x clients' default.
+  test("fits the ROCKETMQ header's signed 16-bit code field, but for 5.x's POP codes", () => {
+    for (const [name, code] of Object.entries(table)) if (code < 200_000 || code >= 300_000) expect([name, code <= 0x7fff]).toEqual([name, true]);
   });
 
   test("name lookup is the inverse of the table; unknown numbers are named UNKNOWN(n)", () => {

@@ -5,7 +5,7 @@ export { RemotingServer, type RemotingServerOptions } from "./server.ts";
 export { RemotingClient, REMOTING_CLIENT_DEFAULTS, splitHostPort, type RemotingClientOptions } from "./client.ts";
 export { answerConfigUpdate, type RequestProcessor, type ProcessResult, type ConfigUpdateOutcome } from "./processor.ts";
 export { RequestCode, requestCodeName } from "./request-code.ts";
-export { ResponseCode, responseCodeName } from "./response-code.ts";
+export { ResponseCode, ResponseCode5x, responseCodeName } from "./response-code.ts";
 export { HeaderError, reqString, optString, reqInt, optInt, optBool, toInt } from "./ext-fields.ts";
 export type { RequestHook } from "./pipeline.ts";
 export { RequestStats, type RequestStatsSnapshot, type RequestCodeStats } from "./request-stats.ts";

@@ -85,6 +85,14 @@ export const RequestCode = {
   LITE_PULL_MESSAGE: 361,
   /** 5.x controller mode: a broker's epoch history (EpochEntryCache); here, every broker (src/broker/replica-epochs.ts). */
   GET_BROKER_EPOCH_CACHE: 1007,
+  /** 5.x POP consumption (docs/PROTOCOL.md §3.21). */
+  POP_MESSAGE: 200050,
+  ACK_MESSAGE: 200051,
+  PEEK_MESSAGE: 200052,
+  CHANGE_MESSAGE_INVISIBLETIME: 200053,
+  NOTIFICATION: 200054,
+  POLLING_INFO: 200055,
+  BATCH_ACK_MESSAGE: 200151,
 } as const;
 
 export type RequestCodeName = keyof typeof RequestCode;

@@ -27,6 +27,8 @@ export const ResponseCode = {
   SUBSCRIPTION_GROUP_NOT_EXIST: 26,
   FILTER_DATA_NOT_EXIST: 27,
   FILTER_DATA_NOT_LATEST: 28,
+  /** 5.x: a request's parameter is out of range (POP_MESSAGE's maxMsgNums, queueId). */
+  INVALID_PARAMETER: 29,
   TRANSACTION_SHOULD_COMMIT: 200,
   TRANSACTION_SHOULD_ROLLBACK: 201,
   TRANSACTION_STATE_UNKNOW: 202,
@@ -43,6 +45,15 @@ export const ResponseCode = {
 } as const;
 
 export type ResponseCodeName = keyof typeof ResponseCode;
+
+/**
+ * RocketMQ 5.x gave 209–211 new meanings: POP answers with these, while the 4.x ACL admin
+ * requests keep the 4.x names above for 4.x clients (one number, two protocols).
+ */
+export const ResponseCode5x = {
+  POLLING_FULL: 209,
+  POLLING_TIMEOUT: 210,
+} as const;
 
 const NAMES = new Map<number, ResponseCodeName>((Object.entries(ResponseCode) as [ResponseCodeName, number][]).map(([name, code]) => [code, name]));
 

@@ -12,6 +12,7 @@ import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { requestCodeName } from "../../remoting/index.ts";
 import { FIXTURE_CODES_ENV } from "../test-support.ts";
+import { AckMessageProcessor } from "./ack-message.ts";
 import { AclAdminProcessor } from "./acl-admin.ts";
 import { AdminProcessor } from "./admin.ts";
 import { BrokerToClientProcessor } from "./broker-to-client.ts";
@@ -19,6 +20,7 @@ import { ClientManageProcessor } from "./client-manage.ts";
 import { ConsumerManageProcessor } from "./consumer-manage.ts";
 import { EndTransactionProcessor } from "./end-transaction.ts";
 import { EpochCacheProcessor } from "./epoch-cache.ts";
+import { PopMessageProcessor } from "./pop-message.ts";
 import { PullMessageProcessor } from "./pull-message.ts";
 import { QueryMessageProcessor } from "./query-message.ts";
 import { ReplyMessageProcessor } from "./reply-message.ts";
@@ -45,6 +47,8 @@ const PROCESSORS: Record<string, { CODES: readonly number[] }> = {
   BrokerToClientProcessor,
   AclAdminProcessor,
   EpochCacheProcessor,
+  PopMessageProcessor,
+  AckMessageProcessor,
 };
 
 function testFiles(dir: string): string[] {
