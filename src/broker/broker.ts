@@ -182,6 +182,8 @@ export class BrokerController {
   /** POP consumption's in-flight state and revive service, and its parked pops (./pop/). */
   #pop: PopService | null = null;
   #popPolling: PopLongPolling | null = null;
+  /** Parked NOTIFICATIONs: apart from pops, as in Java (POLLING_INFO counts pops only). */
+  #notifyPolling: PopLongPolling | null = null;
   #tx: TransactionalMessageService | null = null;
   #timers: TimerHandle[] = [];
   #ports = { listen: 0, vip: 0, ha: 0 };
@@ -330,6 +332,7 @@ export class BrokerController {
         arriving: (topic, queueId, queueOffset, tagsCode) => {
           this.#ctx?.hold.notifyMessageArriving(topic, queueId, queueOffset, tagsCode);
           this.#popPolling?.arriving(topic, queueId, tagsCode);
+          this.#notifyPolling?.arriving(topic, queueId, tagsCode);
         },
       },
       // The role streams appends, makes SYNC_MASTER puts wait for replicas and fences (./replica-role.ts).
@@ -463,11 +466,13 @@ export class BrokerController {
   /** POP consumption (./pop/): its processors over one in-flight state and one set of parked pops. */
   #popProcessors(ctx: BrokerContext): [readonly number[], RequestProcessor][] {
     const pop = new PopService(ctx, { reviveQueueNum: REVIVE_QUEUE_NUM, reviveIntervalMs: REVIVE_INTERVAL_MS, clock: this.#clock });
-    const polling = new PopLongPolling({ clock: this.#clock, maxPerKey: 1024, maxTotal: 100_000, checkIntervalMs: 20 });
+    // RocketMQ 5.3's popPollingSize and maxPopPollingSize; its service ticks every 20 ms.
+    const polling = () => new PopLongPolling({ clock: this.#clock, maxPerKey: 1024, maxTotal: 100_000, checkIntervalMs: 20 });
     this.#pop = pop;
-    this.#popPolling = polling;
+    this.#popPolling = polling();
+    this.#notifyPolling = polling();
     return [
-      [PopMessageProcessor.CODES, new PopMessageProcessor(ctx, pop, polling)],
+      [PopMessageProcessor.CODES, new PopMessageProcessor(ctx, pop, this.#popPolling, this.#notifyPolling)],
       [AckMessageProcessor.CODES, new AckMessageProcessor(ctx, pop)],
     ];
   }
@@ -479,6 +484,7 @@ export class BrokerController {
     this.#schedule = schedule;
     schedule.start(ctx); // not on a slave (it checks the role)
     this.#popPolling?.start();
+    this.#notifyPolling?.start();
     this.#pop?.start(); // not on a slave (it checks the role)
     // Check-backs come from the master only; a slave's half queue is a replica.
     tx.start();
@@ -654,6 +660,7 @@ export class BrokerController {
     this.#expiryTimer = null;
     this.#ctx?.hold.stop();
     this.#popPolling?.stop();
+    this.#notifyPolling?.stop();
     // Let the answers to parked pulls leave before the connections close (an event-loop turn, not
     // a time: it runs on the real loop whatever the clock).
     await new Promise((r) => setTimeout(r, 0));

@@ -174,6 +174,62 @@ describe("POP_MESSAGE and ACK_MESSAGE", () => {
   });
 });
 
+describe("PEEK_MESSAGE, NOTIFICATION, POLLING_INFO, the retry limit, the slave", () => {
+  const req = (code: number, o: Record<string, string> = {}) =>
+    createRequest(code, { consumerGroup: G, topic: T, queueId: "-1", maxMsgNums: "32", pollTime: "0", bornTime: "0", ...o });
+
+  test("PEEK_MESSAGE shows what a pop would take and changes nothing; 19 when the queue is empty", async () => {
+    await using b = InProcessBroker.start();
+    await withTopic(b, 2);
+    const peek = await b.call(req(RequestCode.PEEK_MESSAGE, { queueId: "0" }));
+    expect(peek.code).toBe(ResponseCode.SUCCESS);
+    expect(pulledRecords(peek).map((r) => r.queueOffset)).toEqual([0, 1]);
+    expect(pulledRecords(await b.ok(popRequest(b))).length).toBe(2);
+    expect((await b.call(req(RequestCode.PEEK_MESSAGE, { queueId: "0" }))).code).toBe(ResponseCode.PULL_NOT_FOUND);
+  });
+
+  test("NOTIFICATION says whether a message waits, parks until one comes, and POLLING_INFO counts parked pops", async () => {
+    await using b = InProcessBroker.start();
+    await withTopic(b, 0);
+    expect((await b.ok(req(RequestCode.NOTIFICATION))).extFields!.hasMsg).toBe("false");
+    const parkedPop = b.call(popRequest(b, { pollTime: 15_000 }));
+    const parkedNote = b.call(req(RequestCode.NOTIFICATION, { pollTime: "15000", bornTime: String(b.sim.now) }));
+    await b.advance(10);
+    expect((await b.ok(req(RequestCode.POLLING_INFO))).extFields!.pollingNum).toBe("1");
+    await b.ok(sendV2Request(T, "m"));
+    expect((await parkedPop).code).toBe(ResponseCode.SUCCESS);
+    expect((await parkedNote).extFields!.hasMsg).toBe("true"); // woken by the same arrival
+    expect((await b.ok(req(RequestCode.POLLING_INFO))).extFields!.pollingNum).toBe("0");
+    await b.ok(sendV2Request(T, "n"));
+    expect((await b.ok(req(RequestCode.NOTIFICATION))).extFields!.hasMsg).toBe("true");
+  });
+
+  test("a message revived past the group's retryMaxTimes goes to %DLQ%{group} once", async () => {
+    await using b = InProcessBroker.start();
+    const upsert = { groupName: G, retryMaxTimes: 1 };
+    await b.ok(createRequest(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, undefined, new TextEncoder().encode(JSON.stringify(upsert))));
+    await withTopic(b, 1);
+    await b.ok(popRequest(b, { invisibleTime: 5_000 }));
+    await b.advance(7_000); // reconsumeTimes 1: the retry topic
+    expect(await retried(b)).toBe(1);
+    const again = await b.ok(popRequest(b, { invisibleTime: 5_000 }));
+    expect(pulledRecords(again)[0]!.reconsumeTimes).toBe(1);
+    await b.advance(7_000); // reconsumeTimes 2 > 1: the DLQ
+    const dlq = await b.call(createRequest(RequestCode.GET_MAX_OFFSET, { topic: `%DLQ%${G}`, queueId: "0" }));
+    expect(dlq.extFields!.offset).toBe("1");
+    expect(await retried(b)).toBe(1);
+    await b.advance(60_000);
+    expect((await b.call(createRequest(RequestCode.GET_MAX_OFFSET, { topic: `%DLQ%${G}`, queueId: "0" }))).extFields!.offset).toBe("1");
+  });
+
+  test("a slave refuses pops and acks", async () => {
+    await using b = InProcessBroker.start({ role: "slave" });
+    expect((await b.call(popRequest(b))).code).not.toBe(ResponseCode.SUCCESS);
+    const ack = ackRequest({ extraInfo: "0 1 60000 0 0 broker-a 0 0", queueId: 0, offset: 0 });
+    expect([ResponseCode.SYSTEM_ERROR, ResponseCode.TOPIC_NOT_EXIST] as number[]).toContain((await b.call(ack)).code);
+  });
+});
+
 describe("in-flight state across restarts", () => {
   for (const how of ["clean stop", "crash"] as const) {
     test(`after a ${how}, un-acked messages come back after their invisible time and acked ones never do`, async () => {

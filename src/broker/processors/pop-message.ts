@@ -58,11 +58,13 @@ export class PopMessageProcessor implements RequestProcessor {
   readonly #ctx: BrokerContext;
   readonly #pop: PopService;
   readonly #polling: PopLongPolling;
+  readonly #notifyPolling: PopLongPolling;
 
-  constructor(ctx: BrokerContext, pop: PopService, polling: PopLongPolling) {
+  constructor(ctx: BrokerContext, pop: PopService, polling: PopLongPolling, notifyPolling: PopLongPolling) {
     this.#ctx = ctx;
     this.#pop = pop;
     this.#polling = polling;
+    this.#notifyPolling = notifyPolling;
   }
 
   process(conn: RemotingConnection, cmd: RemotingCommand): RemotingCommand | Promise<ProcessResult> {
@@ -217,7 +219,7 @@ export class PopMessageProcessor implements RequestProcessor {
     let settle!: (r: ProcessResult) => void;
     const parked = new Promise<ProcessResult>((resolve) => (settle = resolve));
     const bornTime = num(ext, "bornTime", 0) || ctx.now();
-    const r = this.#polling.park({
+    const r = this.#notifyPolling.park({
       conn,
       topic,
       retryTopic: popRetryTopic(topic, group),
