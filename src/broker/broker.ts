@@ -52,6 +52,11 @@ import { ensureScheduleTopic, ScheduleMessageService } from "./schedule/schedule
 import { TransactionalMessageService, type TransactionStats } from "./transaction/transactional-message-service.ts";
 import { clientsView, trafficCounters, type ClientsView, type TrafficCounters } from "./dashboard-info.ts";
 import { ReplicaRole, type ReplicationInfo } from "./replica-role.ts";
+import { MessageRequestModeManager } from "./message-request-mode.ts";
+import { QueryAssignmentProcessor } from "./processors/query-assignment.ts";
+import { TopicRouteInfoManager } from "./topic-route-info.ts";
+import type { MessageRequestMode } from "../protocol/message-request-mode.ts";
+import { isReadable } from "../protocol/permission.ts";
 
 /**
  * The broker's configuration: the schema's broker, store and remoting sections exactly as loaded
@@ -103,6 +108,9 @@ export interface BrokerRuntimeOptions {
   transactionCheckIntervalMs?: number;
   transactionTimeOutMs?: number;
   transactionCheckMax?: number;
+  defaultMessageRequestMode?: MessageRequestMode;
+  defaultPopShareQueueNum?: number;
+  serverLoadBalancerEnable?: boolean;
   store?: StoreRuntimeOptions;
 }
 
@@ -113,6 +121,9 @@ export interface BrokerConfigAccess {
   /** UPDATE_BROKER_CONFIG: apply a properties text; a refusal names the keys and why. */
   update(properties: string, from: string): Promise<ConfigUpdateOutcome>;
 }
+
+/** The context's members loaded from `<storeDir>/config/`. */
+type Metadata = "topics" | "consumerOffsets" | "delayOffsets" | "groups" | "requestModes";
 
 /** How long a request that created a topic waits for its registration (PendingRoutes): under the clients' 3 s timeouts. */
 const ROUTE_WAIT_MAX_MS = 2000;
@@ -165,7 +176,7 @@ export class BrokerController {
   #tx: TransactionalMessageService | null = null;
   #timers: TimerHandle[] = [];
   #ports = { listen: 0, vip: 0, ha: 0 };
-  /** Failover: the name servers to register with once the replica id is known. */
+  /** The name servers given at start (failover registers with them once the replica id is known). */
   #namesrvAddr: string[] = [];
   /** Values a reload may change after start, read where they are used. */
   readonly #live: { haSlaveTimeoutMs: number; channelExpiredMs: number };
@@ -258,6 +269,7 @@ export class BrokerController {
     const schedule = this.#buildSchedule();
     const store = this.#openStore(settings, schedule);
     const ctx = this.#buildContext(settings, store, this.#loadMetadata());
+    this.#namesrvAddr = namesrvAddr;
     this.#ctx = ctx;
     const tx = this.#buildTransactions(ctx, schedule);
     this.#registerProcessors(ctx, schedule, tx);
@@ -282,6 +294,9 @@ export class BrokerController {
       pullHoldMaxMs: b.pullHoldMaxMs,
       slaveReadEnable: b.slaveReadEnable,
       enablePropertyFilter: b.enablePropertyFilter,
+      defaultMessageRequestMode: b.defaultMessageRequestMode,
+      defaultPopShareQueueNum: b.defaultPopShareQueueNum,
+      serverLoadBalancerEnable: b.serverLoadBalancerEnable,
     };
   }
 
@@ -316,8 +331,8 @@ export class BrokerController {
     return store;
   }
 
-  /** topics.json, consumerOffset.json, delayOffset.json, subscriptionGroup.json, and the system topics. */
-  #loadMetadata(): Pick<BrokerContext, "topics" | "consumerOffsets" | "delayOffsets" | "groups"> {
+  /** topics.json, consumerOffset.json, delayOffset.json, subscriptionGroup.json, messageRequestMode.json, and the system topics. */
+  #loadMetadata(): Pick<BrokerContext, Metadata> {
     const b = this.#o.broker;
     const dir = this.#o.store.dir;
     const now = this.#now;
@@ -325,7 +340,8 @@ export class BrokerController {
     const consumerOffsets = new ConsumerOffsetManager({ dir, now });
     const delayOffsets = new DelayOffsetManager({ dir, now });
     const groups = new SubscriptionGroupManager({ dir, now });
-    for (const m of [topics, consumerOffsets, delayOffsets, groups]) for (const p of m.load()) this.#log.warn(`metadata: ${p}`);
+    const requestModes = new MessageRequestModeManager({ dir, now });
+    for (const m of [topics, consumerOffsets, delayOffsets, groups, requestModes]) for (const p of m.load()) this.#log.warn(`metadata: ${p}`);
     topics.ensureSystemTopics({
       clusterName: b.brokerClusterName,
       brokerName: b.brokerName,
@@ -333,14 +349,10 @@ export class BrokerController {
       defaultTopicQueueNums: b.defaultTopicQueueNums,
     });
     ensureScheduleTopic(topics);
-    return { topics, consumerOffsets, delayOffsets, groups };
+    return { topics, consumerOffsets, delayOffsets, groups, requestModes };
   }
 
-  #buildContext(
-    settings: BrokerSettings,
-    store: MessageStore,
-    meta: Pick<BrokerContext, "topics" | "consumerOffsets" | "delayOffsets" | "groups">,
-  ): BrokerContext {
+  #buildContext(settings: BrokerSettings, store: MessageStore, meta: Pick<BrokerContext, Metadata>): BrokerContext {
     const hold = new PullRequestHoldService({
       holdMaxMs: settings.pullHoldMaxMs,
       checkIntervalMs: 500,
@@ -418,6 +430,7 @@ export class BrokerController {
       [BrokerToClientProcessor.CODES, new BrokerToClientProcessor(ctx)],
       [AclAdminProcessor.CODES, new AclAdminProcessor(ctx, this.#acl)],
       [EpochCacheProcessor.CODES, new EpochCacheProcessor(() => this.#role.epochCache())],
+      [QueryAssignmentProcessor.CODES, new QueryAssignmentProcessor(ctx, this.#topicRoutes(ctx))],
     ];
     for (const [codes, p] of processors) {
       this.#server.registerAll(codes, p);
@@ -433,6 +446,22 @@ export class BrokerController {
         ctx.producers.onConnectionClosed(conn);
       });
     }
+  }
+
+  /** QUERY_ASSIGNMENT's view of a topic's queues on every broker: the name servers' routes, else this broker's own. */
+  #topicRoutes(ctx: BrokerContext): TopicRouteInfoManager {
+    return new TopicRouteInfoManager({
+      client: this.#client,
+      namesrvs: () => this.#registration?.namesrvs ?? this.#namesrvAddr,
+      localQueues: (topic) => {
+        const tc = ctx.topics.get(topic);
+        if (tc === undefined) return null;
+        const n = isReadable(tc.perm) ? tc.readQueueNums : 0;
+        return Array.from({ length: n }, (_, queueId) => ({ topic, brokerName: ctx.settings.brokerName, queueId }));
+      },
+      clock: this.#clock,
+      log: this.#log,
+    });
   }
 
   /** Long polling, replication, delayed delivery, transaction check-backs, client expiry, offset persistence. */
@@ -498,6 +527,9 @@ export class BrokerController {
     if (p.slaveReadEnable !== undefined) s.slaveReadEnable = p.slaveReadEnable;
     if (p.enablePropertyFilter !== undefined) s.enablePropertyFilter = p.enablePropertyFilter;
     if (p.defaultTopicQueueNums !== undefined) s.defaultTopicQueueNums = p.defaultTopicQueueNums;
+    if (p.defaultMessageRequestMode !== undefined) s.defaultMessageRequestMode = p.defaultMessageRequestMode;
+    if (p.defaultPopShareQueueNum !== undefined) s.defaultPopShareQueueNum = p.defaultPopShareQueueNum;
+    if (p.serverLoadBalancerEnable !== undefined) s.serverLoadBalancerEnable = p.serverLoadBalancerEnable;
     if (p.autoCreateTopicEnable !== undefined) {
       s.autoCreateTopicEnable = p.autoCreateTopicEnable;
       // Clients find a broker for a new topic through TBW102's route; it exists only when auto

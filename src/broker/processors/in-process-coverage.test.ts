@@ -20,6 +20,7 @@ import { ConsumerManageProcessor } from "./consumer-manage.ts";
 import { EndTransactionProcessor } from "./end-transaction.ts";
 import { EpochCacheProcessor } from "./epoch-cache.ts";
 import { PullMessageProcessor } from "./pull-message.ts";
+import { QueryAssignmentProcessor } from "./query-assignment.ts";
 import { QueryMessageProcessor } from "./query-message.ts";
 import { ReplyMessageProcessor } from "./reply-message.ts";
 import { SendMessageProcessor } from "./send-message.ts";
@@ -45,6 +46,7 @@ const PROCESSORS: Record<string, { CODES: readonly number[] }> = {
   BrokerToClientProcessor,
   AclAdminProcessor,
   EpochCacheProcessor,
+  QueryAssignmentProcessor,
 };
 
 function testFiles(dir: string): string[] {
