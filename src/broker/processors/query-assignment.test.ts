@@ -13,7 +13,16 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { jsonBytes } from "../../common/json.ts";
 import { recordingLogger, MemNetwork } from "../../remoting/test-support.ts";
-import { createRequest, createResponse, RequestCode, ResponseCode, type RemotingCommand } from "../../remoting/index.ts";
+import {
+  createRequest,
+  createResponse,
+  REMOTING_CLIENT_DEFAULTS,
+  RemotingClient,
+  RemotingServer,
+  RequestCode,
+  ResponseCode,
+  type RemotingCommand,
+} from "../../remoting/index.ts";
 import { ConsumerOffsetManager, DelayOffsetManager, SubscriptionGroupManager, TopicConfigManager } from "../metadata.ts";
 import { MessageRequestModeManager } from "../message-request-mode.ts";
 import { SlaveSynchronize } from "../slave-sync.ts";
@@ -320,6 +329,52 @@ describe("slave sync", () => {
       expect(reloaded.load()).toEqual([]);
       expect(reloaded.wrapper()).toEqual(requestModes.wrapper());
     } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test("a master that does not know 402 (a 4.x broker) has no modes: the round succeeds and the slave's table stays", async () => {
+    const network = new MemNetwork();
+    const master = new RemotingServer({
+      host: "127.0.0.1",
+      port: 10999,
+      frameSizeMaxBytes: 1 << 20,
+      connectionBufferMaxBytes: 1 << 20,
+      log: recordingLogger(),
+      network,
+    });
+    const version = { dataVersion: { counter: 1, timestamp: 1 } };
+    const bodies: [number, object][] = [
+      [RequestCode.GET_ALL_TOPIC_CONFIG, { ...version, topicConfigTable: {} }],
+      [RequestCode.GET_ALL_CONSUMER_OFFSET, { offsetTable: {} }],
+      [RequestCode.GET_ALL_DELAY_OFFSET, { offsetTable: {} }],
+      [RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG, { ...version, subscriptionGroupTable: {} }],
+    ];
+    for (const [code, body] of bodies)
+      master.register(code, { process: (_c, cmd) => createResponse(cmd, ResponseCode.SUCCESS, undefined, undefined, jsonBytes(body)) });
+    master.start();
+    const client = new RemotingClient({ ...REMOTING_CLIENT_DEFAULTS, log: recordingLogger(), network });
+    const dir = mkdtempSync(join(tmpdir(), "rocketbun-slave-modes-"));
+    try {
+      const requestModes = new MessageRequestModeManager({ dir });
+      requestModes.set({ topic: "T", consumerGroup: "G", mode: "POP", popShareQueueNum: 0 });
+      const log = recordingLogger();
+      const sync = new SlaveSynchronize({
+        client,
+        masterAddr: () => "127.0.0.1:10999",
+        topics: new TopicConfigManager({ dir }),
+        consumerOffsets: new ConsumerOffsetManager({ dir }),
+        delayOffsets: new DelayOffsetManager({ dir }),
+        groups: new SubscriptionGroupManager({ dir }),
+        requestModes,
+        log,
+      });
+      expect(await sync.syncAll()).toBe(true);
+      expect(requestModes.get("T", "G")?.mode).toBe("POP");
+      expect(log.lines.filter((l) => l.level === "warn")).toEqual([]);
+    } finally {
+      await client.close();
+      master.stop();
       rmSync(dir, { recursive: true, force: true });
     }
   });
