@@ -1,14 +1,18 @@
 /**
  * Consumer and producer group commands: consumerProgress, consumerConnection, producerConnection,
  * updateSubGroup, deleteSubGroup (mqadmin 4.9.8's ConsumerProgressSubCommand, …; docs/PROTOCOL.md
- * §3.15). A group's brokers are those of its retry topic `%RETRY%<group>`, as DefaultMQAdminExt
- * finds them. resetOffsetByTime is in commands-offset.ts.
+ * §3.15), and mqadmin 5.3.3's setConsumeMode (docs/PROTOCOL.md §3.22). A group's brokers are
+ * those of its retry topic `%RETRY%<group>`, as DefaultMQAdminExt finds them. resetOffsetByTime
+ * is in commands-offset.ts.
  */
 import { jsonBytes } from "../common/json.ts";
 import { RequestCode, ResponseCode } from "../remoting/index.ts";
 import { dlqTopic, RETRY_GROUP_TOPIC_PREFIX, retryTopic } from "../protocol/topics.ts";
 import { MASTER_ID, type MessageQueue } from "../protocol/route.ts";
 import type { OffsetWrapper } from "../protocol/admin-bodies.ts";
+import { MESSAGE_REQUEST_MODES, setMessageRequestModeJson, type MessageRequestMode } from "../protocol/message-request-mode.ts";
+import { INT32_MAX } from "../common/int32.ts";
+import { UsageError } from "./flags.ts";
 import { mapLimit, readable, type Command, type CommandContext, type Output } from "./command.ts";
 import {
   mqVersionName,
@@ -297,4 +301,57 @@ const deleteSubGroup: Command = {
   },
 };
 
-export const GROUP_COMMANDS: readonly Command[] = [consumerProgress, consumerConnectionCommand, producerConnection, updateSubGroup, deleteSubGroup];
+export const setConsumeMode: Command = {
+  name: "setConsumeMode",
+  summary: "Set how a consumer group consumes a topic when the broker rebalances for it (RocketMQ 5.x clients): PULL or POP.",
+  flags: [
+    { short: "b", long: "brokerAddr", value: "ADDR", desc: "on this broker" },
+    { short: "c", long: "clusterName", value: "NAME", desc: "on every master of this cluster" },
+    { short: "t", long: "topicName", value: "TOPIC", desc: "topic", required: true },
+    { short: "g", long: "groupName", value: "GROUP", desc: "consumer group", required: true },
+    { short: "m", long: "mode", value: "PULL|POP", desc: "consume mode (exactly PULL or POP)", required: true },
+    { short: "q", long: "popShareQueueNum", value: "N", desc: "POP: how many other members' queues each member also pops (default 0: all)" },
+  ],
+  oneOf: [["brokerAddr", "clusterName"]],
+  examples: ["rocketbun admin setConsumeMode -n 127.0.0.1:9876 -c DefaultCluster -t Orders -g OrderConsumers -m POP"],
+  async run({ session: s, flags: f }) {
+    const mode = f.req("mode");
+    // As mqadmin's MessageRequestMode.valueOf: case matters.
+    if (!MESSAGE_REQUEST_MODES.includes(mode as MessageRequestMode))
+      throw new UsageError(`${f.label("mode")}: expected PULL or POP, got ${JSON.stringify(mode)}`);
+    const entry = setMessageRequestModeJson({
+      topic: f.req("topicName"),
+      consumerGroup: f.req("groupName"),
+      mode: mode as MessageRequestMode,
+      popShareQueueNum: f.int("popShareQueueNum", 0, -INT32_MAX - 1, INT32_MAX),
+    });
+    const brokerAddr = f.str("brokerAddr");
+    const addrs = brokerAddr !== undefined ? [brokerAddr] : await s.mastersOf(f.req("clusterName"));
+    const lines: string[] = [];
+    const failedOn: string[] = [];
+    for (const addr of addrs) {
+      // With -b a refusal fails the command; with -c, as mqadmin, it is reported and the next master is tried.
+      if (brokerAddr !== undefined) await s.ok(addr, RequestCode.SET_MESSAGE_REQUEST_MODE, undefined, jsonBytes(entry), { timeoutMs: 5000 });
+      else {
+        const res = await s.call(addr, RequestCode.SET_MESSAGE_REQUEST_MODE, undefined, jsonBytes(entry), { timeoutMs: 5000 });
+        if (res.code !== ResponseCode.SUCCESS) {
+          failedOn.push(addr);
+          lines.push(`set consume mode to ${addr} failed: ${res.code} ${res.remark ?? ""}`.trimEnd());
+          continue;
+        }
+      }
+      lines.push(`set consume mode to ${addr} success.`);
+    }
+    lines.push(`topic[${entry.topic}] group[${entry.consumerGroup}] consume mode[${entry.mode}] popShareQueueNum[${entry.popShareQueueNum}]`);
+    return { json: { ...entry, brokers: addrs, failed: failedOn }, text: lines.join("\n"), ...(failedOn.length > 0 ? { failed: true } : {}) };
+  },
+};
+
+export const GROUP_COMMANDS: readonly Command[] = [
+  consumerProgress,
+  consumerConnectionCommand,
+  producerConnection,
+  updateSubGroup,
+  deleteSubGroup,
+  setConsumeMode,
+];

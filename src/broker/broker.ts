@@ -56,6 +56,11 @@ import { PopService } from "./pop/pop-service.ts";
 import { PopLongPolling } from "./pop/pop-long-polling.ts";
 import { PopMessageProcessor } from "./processors/pop-message.ts";
 import { AckMessageProcessor } from "./processors/ack-message.ts";
+import { MessageRequestModeManager } from "./message-request-mode.ts";
+import { QueryAssignmentProcessor } from "./processors/query-assignment.ts";
+import { TopicRouteInfoManager } from "./topic-route-info.ts";
+import type { MessageRequestMode } from "../protocol/message-request-mode.ts";
+import { isReadable } from "../protocol/permission.ts";
 
 /**
  * The broker's configuration: the schema's broker, store and remoting sections exactly as loaded
@@ -107,6 +112,9 @@ export interface BrokerRuntimeOptions {
   transactionCheckIntervalMs?: number;
   transactionTimeOutMs?: number;
   transactionCheckMax?: number;
+  defaultMessageRequestMode?: MessageRequestMode;
+  defaultPopShareQueueNum?: number;
+  serverLoadBalancerEnable?: boolean;
   store?: StoreRuntimeOptions;
 }
 
@@ -117,6 +125,9 @@ export interface BrokerConfigAccess {
   /** UPDATE_BROKER_CONFIG: apply a properties text; a refusal names the keys and why. */
   update(properties: string, from: string): Promise<ConfigUpdateOutcome>;
 }
+
+/** The context's members loaded from `<storeDir>/config/`. */
+type Metadata = "topics" | "consumerOffsets" | "delayOffsets" | "groups" | "requestModes";
 
 /** How long a request that created a topic waits for its registration (PendingRoutes): under the clients' 3 s timeouts. */
 const ROUTE_WAIT_MAX_MS = 2000;
@@ -187,7 +198,7 @@ export class BrokerController {
   #tx: TransactionalMessageService | null = null;
   #timers: TimerHandle[] = [];
   #ports = { listen: 0, vip: 0, ha: 0 };
-  /** Failover: the name servers to register with once the replica id is known. */
+  /** The name servers given at start (failover registers with them once the replica id is known). */
   #namesrvAddr: string[] = [];
   /** Values a reload may change after start, read where they are used. */
   readonly #live: { haSlaveTimeoutMs: number; channelExpiredMs: number };
@@ -280,6 +291,7 @@ export class BrokerController {
     const schedule = this.#buildSchedule();
     const store = this.#openStore(settings, schedule);
     const ctx = this.#buildContext(settings, store, this.#loadMetadata());
+    this.#namesrvAddr = namesrvAddr;
     this.#ctx = ctx;
     const tx = this.#buildTransactions(ctx, schedule);
     this.#registerProcessors(ctx, schedule, tx);
@@ -304,6 +316,9 @@ export class BrokerController {
       pullHoldMaxMs: b.pullHoldMaxMs,
       slaveReadEnable: b.slaveReadEnable,
       enablePropertyFilter: b.enablePropertyFilter,
+      defaultMessageRequestMode: b.defaultMessageRequestMode,
+      defaultPopShareQueueNum: b.defaultPopShareQueueNum,
+      serverLoadBalancerEnable: b.serverLoadBalancerEnable,
     };
   }
 
@@ -344,8 +359,8 @@ export class BrokerController {
     return store;
   }
 
-  /** topics.json, consumerOffset.json, delayOffset.json, subscriptionGroup.json, and the system topics. */
-  #loadMetadata(): Pick<BrokerContext, "topics" | "consumerOffsets" | "delayOffsets" | "groups"> {
+  /** topics.json, consumerOffset.json, delayOffset.json, subscriptionGroup.json, messageRequestMode.json, and the system topics. */
+  #loadMetadata(): Pick<BrokerContext, Metadata> {
     const b = this.#o.broker;
     const dir = this.#o.store.dir;
     const now = this.#now;
@@ -353,7 +368,8 @@ export class BrokerController {
     const consumerOffsets = new ConsumerOffsetManager({ dir, now });
     const delayOffsets = new DelayOffsetManager({ dir, now });
     const groups = new SubscriptionGroupManager({ dir, now });
-    for (const m of [topics, consumerOffsets, delayOffsets, groups]) for (const p of m.load()) this.#log.warn(`metadata: ${p}`);
+    const requestModes = new MessageRequestModeManager({ dir, now });
+    for (const m of [topics, consumerOffsets, delayOffsets, groups, requestModes]) for (const p of m.load()) this.#log.warn(`metadata: ${p}`);
     topics.ensureSystemTopics({
       clusterName: b.brokerClusterName,
       brokerName: b.brokerName,
@@ -361,14 +377,10 @@ export class BrokerController {
       defaultTopicQueueNums: b.defaultTopicQueueNums,
     });
     ensureScheduleTopic(topics);
-    return { topics, consumerOffsets, delayOffsets, groups };
+    return { topics, consumerOffsets, delayOffsets, groups, requestModes };
   }
 
-  #buildContext(
-    settings: BrokerSettings,
-    store: MessageStore,
-    meta: Pick<BrokerContext, "topics" | "consumerOffsets" | "delayOffsets" | "groups">,
-  ): BrokerContext {
+  #buildContext(settings: BrokerSettings, store: MessageStore, meta: Pick<BrokerContext, Metadata>): BrokerContext {
     const hold = new PullRequestHoldService({
       holdMaxMs: settings.pullHoldMaxMs,
       checkIntervalMs: 500,
@@ -447,6 +459,7 @@ export class BrokerController {
       [AclAdminProcessor.CODES, new AclAdminProcessor(ctx, this.#acl)],
       [EpochCacheProcessor.CODES, new EpochCacheProcessor(() => this.#role.epochCache())],
       ...this.#popProcessors(ctx),
+      [QueryAssignmentProcessor.CODES, new QueryAssignmentProcessor(ctx, this.#topicRoutes(ctx))],
     ];
     for (const [codes, p] of processors) {
       this.#server.registerAll(codes, p);
@@ -475,6 +488,22 @@ export class BrokerController {
       [PopMessageProcessor.CODES, new PopMessageProcessor(ctx, pop, this.#popPolling, this.#notifyPolling)],
       [AckMessageProcessor.CODES, new AckMessageProcessor(ctx, pop)],
     ];
+  }
+
+  /** QUERY_ASSIGNMENT's view of a topic's queues on every broker: the name servers' routes, else this broker's own. */
+  #topicRoutes(ctx: BrokerContext): TopicRouteInfoManager {
+    return new TopicRouteInfoManager({
+      client: this.#client,
+      namesrvs: () => this.#registration?.namesrvs ?? this.#namesrvAddr,
+      localQueues: (topic) => {
+        const tc = ctx.topics.get(topic);
+        if (tc === undefined) return null;
+        const n = isReadable(tc.perm) ? tc.readQueueNums : 0;
+        return Array.from({ length: n }, (_, queueId) => ({ topic, brokerName: ctx.settings.brokerName, queueId }));
+      },
+      clock: this.#clock,
+      log: this.#log,
+    });
   }
 
   /** Long polling, replication, delayed delivery, transaction check-backs, client expiry, offset persistence. */
@@ -543,6 +572,9 @@ export class BrokerController {
     if (p.slaveReadEnable !== undefined) s.slaveReadEnable = p.slaveReadEnable;
     if (p.enablePropertyFilter !== undefined) s.enablePropertyFilter = p.enablePropertyFilter;
     if (p.defaultTopicQueueNums !== undefined) s.defaultTopicQueueNums = p.defaultTopicQueueNums;
+    if (p.defaultMessageRequestMode !== undefined) s.defaultMessageRequestMode = p.defaultMessageRequestMode;
+    if (p.defaultPopShareQueueNum !== undefined) s.defaultPopShareQueueNum = p.defaultPopShareQueueNum;
+    if (p.serverLoadBalancerEnable !== undefined) s.serverLoadBalancerEnable = p.serverLoadBalancerEnable;
     if (p.autoCreateTopicEnable !== undefined) {
       s.autoCreateTopicEnable = p.autoCreateTopicEnable;
       // Clients find a broker for a new topic through TBW102's route; it exists only when auto

@@ -12,6 +12,8 @@ import type { PullRequestHoldService } from "./long-polling.ts";
 import type { BrokerStats } from "./stats.ts";
 import type { BrokerRole } from "../protocol/broker-config.ts";
 import type { BrokerRoleView } from "./replica-role.ts";
+import type { MessageRequestModeManager } from "./message-request-mode.ts";
+import type { MessageRequestMode } from "../protocol/message-request-mode.ts";
 
 export interface BrokerSettings {
   clusterName: string;
@@ -30,6 +32,12 @@ export interface BrokerSettings {
   slaveReadEnable: boolean;
   /** SQL92 subscriptions are accepted and matched on message properties (RocketMQ's enablePropertyFilter). */
   enablePropertyFilter: boolean;
+  /** QUERY_ASSIGNMENT: the consume mode of a (topic, group) with no SET_MESSAGE_REQUEST_MODE entry. */
+  defaultMessageRequestMode: MessageRequestMode;
+  /** QUERY_ASSIGNMENT: popShareQueueNum of such a (topic, group) when the default mode is POP. */
+  defaultPopShareQueueNum: number;
+  /** QUERY_ASSIGNMENT allocates a clustering group's queues among its members; off, every member gets every queue. */
+  serverLoadBalancerEnable: boolean;
 }
 
 /** The settings with the role in force (BrokerInfo.settings(): the admin API's GET /broker, the dashboard). */
@@ -59,6 +67,8 @@ export interface BrokerContext {
   consumerOffsets: ConsumerOffsetManager;
   delayOffsets: DelayOffsetManager;
   groups: SubscriptionGroupManager;
+  /** config/messageRequestMode.json: PULL or POP per (topic, group). */
+  requestModes: MessageRequestModeManager;
   consumers: ConsumerManager;
   producers: ProducerManager;
   hold: PullRequestHoldService;

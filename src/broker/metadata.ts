@@ -1,5 +1,5 @@
 /**
- * The broker's persisted metadata: four JSON files in `<storeDir>/config/`, with RocketMQ's names
+ * The broker's persisted metadata: JSON files in `<storeDir>/config/`, with RocketMQ's names
  * and shapes so an operator, a Java slave or mqadmin recognises them (docs/STORAGE.md §5).
  *
  *   file                      owner                       written
@@ -8,6 +8,8 @@
  *   subscriptionGroup.json    SubscriptionGroupManager    on every change (write-through)
  *   consumerOffset.json       ConsumerOffsetManager       persistIfDirty(): every 5 s, shutdown
  *   delayOffset.json          DelayOffsetManager          persistIfDirty(): every 5 s, shutdown
+ *   messageRequestMode.json   MessageRequestModeManager   on every change (write-through;
+ *                             (message-request-mode.ts)    no dataVersion, as in Java)
  *
  * Each file is written through `writeFileAtomic` (temp + fsync + `.bak` of the previous version +
  * rename) and read through `readFileWithBackup` with fastjson's unquoted numeric keys accepted.

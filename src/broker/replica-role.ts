@@ -361,6 +361,7 @@ export class ReplicaRole implements BrokerRoleView, StoreReplication {
       consumerOffsets: ctx.consumerOffsets,
       delayOffsets: ctx.delayOffsets,
       groups: ctx.groups,
+      requestModes: ctx.requestModes,
       log: this.#log,
       now: this.#now,
     });

@@ -1,14 +1,17 @@
 /**
  * SlaveSynchronize: a slave's metadata follows its master's. At start and every `intervalMs`,
- * it copies topic configs, consumer offsets, delay offsets and subscription groups from the
- * master (GET_ALL_TOPIC_CONFIG, GET_ALL_CONSUMER_OFFSET, GET_ALL_DELAY_OFFSET,
- * GET_ALL_SUBSCRIPTIONGROUP_CONFIG), so a consumer that moves to the slave resumes where it was.
+ * it copies topic configs, consumer offsets, delay offsets, subscription groups and consume modes
+ * from the master (GET_ALL_TOPIC_CONFIG, GET_ALL_CONSUMER_OFFSET, GET_ALL_DELAY_OFFSET,
+ * GET_ALL_SUBSCRIPTIONGROUP_CONFIG, GET_ALL_MESSAGE_REQUEST_MODE), so a consumer that moves to
+ * the slave resumes where it was. A master that does not know the last (a 4.x broker, an older
+ * RocketBun) answers REQUEST_CODE_NOT_SUPPORTED: it has no modes, and the round still succeeds.
  * It also asks the master for its CommitLog end (GET_BROKER_RUNTIME_INFO, commitLogMaxOffset),
  * which the slave reports its replication lag against.
  */
 import { parseJsonBytes } from "../common/json.ts";
 import type { Logger } from "../common/log.ts";
 import type { ConsumerOffsetManager, DelayOffsetManager, SubscriptionGroupManager, TopicConfigManager } from "./metadata.ts";
+import type { MessageRequestModeManager } from "./message-request-mode.ts";
 import { createRequest, RequestCode, ResponseCode, type RemotingClient } from "../remoting/index.ts";
 
 export interface SlaveSyncDeps {
@@ -18,6 +21,7 @@ export interface SlaveSyncDeps {
   consumerOffsets: ConsumerOffsetManager;
   delayOffsets: DelayOffsetManager;
   groups: SubscriptionGroupManager;
+  requestModes: MessageRequestModeManager;
   log: Logger;
   /** Default Date.now. */
   now?: () => number;
@@ -53,11 +57,13 @@ export class SlaveSynchronize {
       [RequestCode.GET_ALL_CONSUMER_OFFSET, (b) => this.#d.consumerOffsets.replaceAll(b)],
       [RequestCode.GET_ALL_DELAY_OFFSET, (b) => this.#d.delayOffsets.replaceAll(b)],
       [RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG, (b) => this.#d.groups.replaceAll(b)],
+      [RequestCode.GET_ALL_MESSAGE_REQUEST_MODE, (b) => this.#d.requestModes.replaceAll(b)],
     ];
     let ok = true;
     for (const [code, apply] of steps) {
       try {
         const res = await this.#d.client.invoke(addr, createRequest(code), 5000);
+        if (code === RequestCode.GET_ALL_MESSAGE_REQUEST_MODE && res.code === ResponseCode.REQUEST_CODE_NOT_SUPPORTED) continue;
         if (res.code !== ResponseCode.SUCCESS || !res.body) throw new Error(`code ${res.code} ${res.remark ?? ""}`);
         for (const p of apply(parseJsonBytes(res.body))) this.#d.log.warn(`slave sync (${code}): ${p}`);
       } catch (e) {

@@ -18,6 +18,7 @@ import { DEFAULT_MESSAGE_DELAY_LEVEL, parseDelayLevels } from "../protocol/delay
 import { CQ_UNIT_SIZE, indexFileBytes, INDEX_ENTRY_SIZE_BYTES, INDEX_HEADER_SIZE_BYTES, INDEX_SLOT_SIZE_BYTES } from "../protocol/store-layout.ts";
 import { MASTER_ID } from "../protocol/route.ts";
 import { INT32_MAX } from "../common/int32.ts";
+import { MESSAGE_REQUEST_MODES, type MessageRequestMode } from "../protocol/message-request-mode.ts";
 
 export type Role = "namesrv" | "master" | "slave" | "standalone";
 export const ROLES: readonly Role[] = ["namesrv", "master", "slave", "standalone"];
@@ -80,6 +81,10 @@ export interface Config {
     transactionCheckIntervalMs: number;
     transactionTimeOutMs: number;
     transactionCheckMax: number;
+    /** QUERY_ASSIGNMENT (server-side rebalance, RocketMQ 5.x): see the keys' docs below. */
+    defaultMessageRequestMode: MessageRequestMode;
+    defaultPopShareQueueNum: number;
+    serverLoadBalancerEnable: boolean;
     aclEnable: boolean;
     aclFile: string;
     /** Automatic failover on etcd: `broker.failover.*` in YAML, one level deeper. */
@@ -475,6 +480,28 @@ export const KEYS: readonly KeyDef[] = [
     roles: ["master", "standalone"],
     doc: "check-backs per half message before it is given up (moved to TRANS_CHECK_MAX_TIME_TOPIC)",
   },
+  // Server-side rebalance (RocketMQ 5.x BrokerConfig, same names and defaults).
+  {
+    key: "broker.defaultMessageRequestMode",
+    live: true,
+    type: { kind: "enum", values: MESSAGE_REQUEST_MODES },
+    roles: BROKER_ROLES,
+    doc: "consume mode QUERY_ASSIGNMENT gives a (topic, group) that setConsumeMode never set: PULL, or POP (the client pops instead of pulling)",
+  },
+  {
+    key: "broker.defaultPopShareQueueNum",
+    live: true,
+    type: int(-INT32_MAX - 1),
+    roles: BROKER_ROLES,
+    doc: "with defaultMessageRequestMode POP: how many other members' queues each member also pops; -1 (or ≤ 0) = every member pops every queue",
+  },
+  {
+    key: "broker.serverLoadBalancerEnable",
+    live: true,
+    type: { kind: "bool" },
+    roles: BROKER_ROLES,
+    doc: "QUERY_ASSIGNMENT splits a clustering group's queues among its members; off, every member is given every queue",
+  },
   // ACL as RocketMQ 4.9's plain ACL (BrokerConfig aclEnable, ${ROCKETMQ_HOME}/conf/plain_acl.yml).
   {
     key: "broker.aclEnable",
@@ -848,6 +875,9 @@ export function defaultConfig(role: Role): Config {
       transactionCheckIntervalMs: 60000,
       transactionTimeOutMs: 6000,
       transactionCheckMax: 15,
+      defaultMessageRequestMode: "PULL",
+      defaultPopShareQueueNum: -1,
+      serverLoadBalancerEnable: true,
       aclEnable: false,
       aclFile: "",
       "failover.enable": false,
@@ -1029,7 +1059,9 @@ export function checkValue(def: KeyDef, raw: unknown, text?: string): Checked {
 export function checkFlagValue(def: KeyDef, text: string): Checked {
   const t = def.type;
   if (t.kind === "int") {
-    if (!/^[0-9]+$/.test(text)) return { ok: false, problem: `expected an integer ≥ ${t.min}, got ${JSON.stringify(text)}` };
+    // A sign only where the range has negatives (defaultPopShareQueueNum's -1).
+    if (!(t.min < 0 ? /^-?[0-9]+$/ : /^[0-9]+$/).test(text))
+      return { ok: false, problem: `expected an integer ≥ ${t.min}, got ${JSON.stringify(text)}` };
     return checkRange(t, Number(text));
   }
   if (t.kind === "number") {

@@ -59,3 +59,35 @@ export interface MessageQueue {
   brokerName: string;
   queueId: number;
 }
+
+/**
+ * Validates a GET_ROUTEINFO_BY_TOPIC body (from JSON) into a typed route or a reason: for the
+ * clients, `rocketbun admin` and a broker that asks for routes (QUERY_ASSIGNMENT). Fields a
+ * newer name server adds are ignored.
+ */
+export function parseRoute(raw: unknown): TopicRouteData | { invalid: string } {
+  if (typeof raw !== "object" || raw === null) return { invalid: "route is not an object" };
+  const r = raw as Record<string, unknown>;
+  if (!Array.isArray(r.queueDatas) || !Array.isArray(r.brokerDatas)) return { invalid: "route has no queueDatas/brokerDatas arrays" };
+  const route: TopicRouteData = { queueDatas: [], brokerDatas: [], filterServerTable: {} };
+  for (const q of r.queueDatas as Record<string, unknown>[]) {
+    if (typeof q?.brokerName !== "string") return { invalid: "queueData without brokerName" };
+    route.queueDatas.push({
+      brokerName: q.brokerName,
+      readQueueNums: Number(q.readQueueNums ?? 0),
+      writeQueueNums: Number(q.writeQueueNums ?? 0),
+      perm: Number(q.perm ?? 0),
+      topicSysFlag: Number(q.topicSysFlag ?? 0),
+    });
+  }
+  for (const b of r.brokerDatas as Record<string, unknown>[]) {
+    if (typeof b?.brokerName !== "string") return { invalid: "brokerData without brokerName" };
+    const addrs: Record<string, string> = {};
+    for (const [k, v] of Object.entries((b.brokerAddrs ?? {}) as Record<string, unknown>)) if (typeof v === "string") addrs[k] = v;
+    route.brokerDatas.push({ cluster: String(b.cluster ?? ""), brokerName: b.brokerName, brokerAddrs: addrs });
+  }
+  if (typeof r.orderTopicConf === "string" && r.orderTopicConf !== "") route.orderTopicConf = r.orderTopicConf;
+  route.queueDatas.sort((a, b) => (a.brokerName < b.brokerName ? -1 : a.brokerName > b.brokerName ? 1 : 0));
+  route.brokerDatas.sort((a, b) => (a.brokerName < b.brokerName ? -1 : a.brokerName > b.brokerName ? 1 : 0));
+  return route;
+}

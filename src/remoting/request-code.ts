@@ -83,6 +83,12 @@ export const RequestCode = {
   GET_SUBSCRIPTIONGROUP_CONFIG: 352,
   /** 5.x: a pull from DefaultLitePullConsumer (PULL_MESSAGE with the LITE_PULL sys flag), answered as PULL_MESSAGE. */
   LITE_PULL_MESSAGE: 361,
+  /** 5.x: the broker allocates a consumer's queues (server-side rebalance), each PULL or POP (docs/PROTOCOL.md §3.22). */
+  QUERY_ASSIGNMENT: 400,
+  /** 5.x: a (topic, group)'s consume mode, PULL or POP (mqadmin setConsumeMode). */
+  SET_MESSAGE_REQUEST_MODE: 401,
+  /** 5.x: every (topic, group)'s consume mode; a slave copies its master's. */
+  GET_ALL_MESSAGE_REQUEST_MODE: 402,
   /** 5.x controller mode: a broker's epoch history (EpochEntryCache); here, every broker (src/broker/replica-epochs.ts). */
   GET_BROKER_EPOCH_CACHE: 1007,
   /** 5.x POP consumption (docs/PROTOCOL.md §3.21). */

@@ -22,6 +22,7 @@ import { EndTransactionProcessor } from "./end-transaction.ts";
 import { EpochCacheProcessor } from "./epoch-cache.ts";
 import { PopMessageProcessor } from "./pop-message.ts";
 import { PullMessageProcessor } from "./pull-message.ts";
+import { QueryAssignmentProcessor } from "./query-assignment.ts";
 import { QueryMessageProcessor } from "./query-message.ts";
 import { ReplyMessageProcessor } from "./reply-message.ts";
 import { SendMessageProcessor } from "./send-message.ts";
@@ -49,6 +50,7 @@ const PROCESSORS: Record<string, { CODES: readonly number[] }> = {
   EpochCacheProcessor,
   PopMessageProcessor,
   AckMessageProcessor,
+  QueryAssignmentProcessor,
 };
 
 function testFiles(dir: string): string[] {
