@@ -478,7 +478,8 @@ export class BrokerController {
 
   /** POP consumption (./pop/): its processors over one in-flight state and one set of parked pops. */
   #popProcessors(ctx: BrokerContext): [readonly number[], RequestProcessor][] {
-    const pop = new PopService(ctx, { reviveQueueNum: REVIVE_QUEUE_NUM, reviveIntervalMs: REVIVE_INTERVAL_MS, clock: this.#clock });
+    const storeDir = this.#o.store.dir;
+    const pop = new PopService(ctx, { reviveQueueNum: REVIVE_QUEUE_NUM, reviveIntervalMs: REVIVE_INTERVAL_MS, clock: this.#clock, storeDir });
     // RocketMQ 5.3's popPollingSize and maxPopPollingSize; its service ticks every 20 ms.
     const polling = () => new PopLongPolling({ clock: this.#clock, maxPerKey: 1024, maxTotal: 100_000, checkIntervalMs: 20 });
     this.#pop = pop;
@@ -486,7 +487,7 @@ export class BrokerController {
     this.#notifyPolling = polling();
     return [
       [PopMessageProcessor.CODES, new PopMessageProcessor(ctx, pop, this.#popPolling, this.#notifyPolling)],
-      [AckMessageProcessor.CODES, new AckMessageProcessor(ctx, pop)],
+      [AckMessageProcessor.CODES, new AckMessageProcessor(ctx, pop, (t, g, q) => this.#popPolling?.wakeNext(t, g, q))],
     ];
   }
 

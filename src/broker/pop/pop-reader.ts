@@ -31,6 +31,11 @@ export interface PopRead {
   recordFilter: ((record: Uint8Array) => boolean) | undefined;
   /** 0..99 (random): decides whether the retry topic comes first and where the queue walk starts. */
   randomQ: number;
+  /** A FIFO pop: never the retry topic, blocked queues skipped, no checkpoint (./order-info.ts). */
+  order: boolean;
+  attemptId: string;
+  popTime: number;
+  invisibleTime: number;
 }
 
 /** One queue's part of a pop: messages read and locked, awaiting their checkpoint. */
@@ -42,6 +47,10 @@ export interface QueuePart {
   next: number;
   messages: Uint8Array[];
   offsets: number[];
+  /** Still locked: its checkpoint is to be written (a FIFO part needs none and is unlocked already). */
+  locked: boolean;
+  /** FIFO: each message's deliveries before this one (orderCountInfo). */
+  counts?: number[];
 }
 
 export interface PopReadResult {
@@ -54,10 +63,10 @@ export function readForPop(ctx: BrokerContext, pop: PopService, r: PopRead): Pop
   const out: PopReadResult = { parts: [], restNum: 0, count: 0 };
   const retry = popRetryTopic(r.topic, r.group);
   const retryExists = ctx.topics.get(retry) !== undefined;
-  const retryFirst = retryExists && r.randomQ < POP_FROM_RETRY_PERCENT;
+  const retryFirst = retryExists && !r.order && r.randomQ < POP_FROM_RETRY_PERCENT;
   if (retryFirst) readTopic(ctx, pop, r, retry, -1, out);
   readTopic(ctx, pop, r, r.topic, r.queueId, out);
-  if (!retryFirst && retryExists && out.count < r.maxMsgNums) readTopic(ctx, pop, r, retry, -1, out);
+  if (!retryFirst && retryExists && !r.order && out.count < r.maxMsgNums) readTopic(ctx, pop, r, retry, -1, out);
   return out;
 }
 
@@ -75,11 +84,13 @@ function readTopic(ctx: BrokerContext, pop: PopService, r: PopRead, topic: strin
 function readQueue(ctx: BrokerContext, pop: PopService, r: PopRead, topic: string, queueId: number, out: PopReadResult): void {
   const store = ctx.store;
   const full = out.count >= r.maxMsgNums;
+  // A FIFO queue with a batch in flight is skipped (RocketMQ's checkBlock), its rest not counted.
+  if (r.order && pop.order.isBlocked(topic, r.group, queueId, r.popTime, r.attemptId)) return;
   if (full || !pop.tryLock(r.group, topic, queueId)) {
     out.restNum += Math.max(0, store.getMaxOffsetInQueue(topic, queueId) - Math.max(0, ctx.consumerOffsets.query(r.group, topic, queueId)));
     return;
   }
-  let locked = true;
+  let unlockHere = true;
   try {
     const start = startOffset(ctx, r, topic, queueId);
     const got = read(ctx, r, topic, queueId, start, r.maxMsgNums - out.count);
@@ -88,15 +99,22 @@ function readQueue(ctx: BrokerContext, pop: PopService, r: PopRead, topic: strin
       const offsets = got.result.messages.map((m) => readQueueOffset(m, 0));
       // Copies: the store's views into mapped segments must not outlive this turn (the checkpoint's write awaits).
       const messages = got.result.messages.map((m) => m.slice());
-      out.parts.push({ topic, retry: retryMarker(topic), queueId, startOffset: got.from, next: got.result.nextBeginOffset, messages, offsets });
+      const next = got.result.nextBeginOffset;
+      const part: QueuePart = { topic, retry: retryMarker(topic), queueId, startOffset: got.from, next, messages, offsets, locked: !r.order };
+      if (r.order) {
+        // FIFO: no checkpoint; the batch is the queue's order info, the offset stays at its start.
+        part.counts = pop.order.popped(topic, r.group, queueId, offsets, r.popTime, r.invisibleTime, r.attemptId);
+        ctx.consumerOffsets.commit(r.group, topic, queueId, got.from);
+      }
+      out.parts.push(part);
       out.count += offsets.length;
-      locked = false; // released once its checkpoint is written
+      unlockHere = !part.locked; // else released once its checkpoint is written
     } else if (got.result.nextBeginOffset > got.from) {
       // Everything there was filtered out: past it, with nothing in flight (RocketMQ's addCkMock).
       ctx.consumerOffsets.commit(r.group, topic, queueId, got.result.nextBeginOffset);
     }
   } finally {
-    if (locked) pop.unlock(r.group, topic, queueId);
+    if (unlockHere) pop.unlock(r.group, topic, queueId);
   }
 }
 

@@ -28,6 +28,7 @@ import { dlqTopic, RETRY_GROUP_TOPIC_PREFIX } from "../../protocol/topics.ts";
 import type { BrokerContext } from "../context.ts";
 import { putRequestFromRecord } from "../reput.ts";
 import { InflightTable, type CheckPoint, type LiveCheckPoint } from "./inflight.ts";
+import { ConsumerOrderInfoManager } from "./order-info.ts";
 
 export interface PopServiceOptions {
   /** broker.reviveQueueNum: revive queues (RocketMQ's 8). */
@@ -35,7 +36,12 @@ export interface PopServiceOptions {
   /** How often due checkpoints are revived (RocketMQ's reviveInterval). */
   reviveIntervalMs: number;
   clock: Clock;
+  /** The store root: FIFO pops' order info lives in its config/. */
+  storeDir: string;
 }
+
+/** How often changed FIFO order info is written (RocketMQ's 10 s). */
+const ORDER_INFO_PERSIST_MS = 10_000;
 
 /** A revive that failed (a full disk, a slave) is tried again this much later. */
 const REVIVE_RETRY_MS = 10_000;
@@ -48,6 +54,9 @@ export class PopService {
   readonly #ctx: BrokerContext;
   readonly #o: PopServiceOptions;
   readonly table = new InflightTable();
+  /** FIFO pops' batches in flight per queue (./order-info.ts). */
+  readonly order: ConsumerOrderInfoManager;
+  #orderPersistedAt = 0;
   readonly reviveTopic: string;
   /** topic@group@queueId of queues a pop is reading (see tryLock). */
   readonly #locked = new Set<string>();
@@ -62,6 +71,8 @@ export class PopService {
     this.#ctx = ctx;
     this.#o = o;
     this.reviveTopic = reviveTopic(ctx.settings.clusterName);
+    this.order = new ConsumerOrderInfoManager(o.storeDir);
+    for (const p of this.order.load()) ctx.log.warn(p);
   }
 
   /** As a master: the table rebuilt from the revive log (if a pop ever wrote one), the revive tick. */
@@ -72,8 +83,9 @@ export class PopService {
     this.#timer = this.#o.clock.setInterval(() => void this.reviveDue(), this.#o.reviveIntervalMs);
   }
 
-  /** Stepping down (or stopping): no revives, nothing in memory. */
+  /** Stepping down (or stopping): no revives, nothing in memory but the FIFO order info, written now. */
   stop(): void {
+    if (this.#active) this.order.persist();
     if (this.#timer) this.#o.clock.clearInterval(this.#timer);
     this.#timer = null;
     this.#active = false;
@@ -246,6 +258,10 @@ export class PopService {
         else this.table.putBack(ck, this.#ctx.now() + REVIVE_RETRY_MS);
       }
       this.commitProgress();
+      if (this.#ctx.now() - this.#orderPersistedAt >= ORDER_INFO_PERSIST_MS) {
+        this.#orderPersistedAt = this.#ctx.now();
+        await this.order.persistIfDirty();
+      }
     } finally {
       this.#reviving = false;
     }

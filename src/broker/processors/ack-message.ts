@@ -6,6 +6,7 @@
  * flight (late, already acked, revived, another group's) changes nothing and is still answered
  * SUCCESS. A handle that does not parse is SYSTEM_ERROR with the reason. Changing the invisible
  * time writes a new checkpoint for the message (due at now + the new time) and acks the old one.
+ * A FIFO handle (reviveQid 999) goes to the queue's order info instead (../pop/order-info.ts).
  */
 import { decodeReceiptHandle, batchAckOffsets, POP_ORDER_REVIVE_QUEUE, realTopicOf, type AckMsgJson, type BatchAckJson } from "../../protocol/pop.ts";
 import {
@@ -20,20 +21,29 @@ import type { BrokerContext } from "../context.ts";
 import { num, str, type Refusal } from "../pop/pop-request.ts";
 import type { PopService } from "../pop/pop-service.ts";
 
+interface Answer {
+  code: number;
+  remark?: string;
+  ext?: Record<string, string>;
+}
+
 const FAQ = "\nSee https://rocketmq.apache.org/docs/bestPractice/06FAQ for further details.";
 
 export class AckMessageProcessor implements RequestProcessor {
   static readonly CODES = [RequestCode.ACK_MESSAGE, RequestCode.BATCH_ACK_MESSAGE, RequestCode.CHANGE_MESSAGE_INVISIBLETIME];
   readonly #ctx: BrokerContext;
   readonly #pop: PopService;
+  /** An orderly ack unblocked a queue: wake a pop parked on it. */
+  readonly #wake: (topic: string, group: string, queueId: number) => void;
 
-  constructor(ctx: BrokerContext, pop: PopService) {
+  constructor(ctx: BrokerContext, pop: PopService, wake: (topic: string, group: string, queueId: number) => void) {
     this.#ctx = ctx;
     this.#pop = pop;
+    this.#wake = wake;
   }
 
   process(conn: RemotingConnection, cmd: RemotingCommand): RemotingCommand | Promise<RemotingCommand> {
-    if (cmd.code === RequestCode.BATCH_ACK_MESSAGE) return this.#batchAck(cmd);
+    if (cmd.code === RequestCode.BATCH_ACK_MESSAGE) return this.#batchAck(conn, cmd);
     return this.#ack(conn, cmd, cmd.code === RequestCode.CHANGE_MESSAGE_INVISIBLETIME);
   }
 
@@ -48,7 +58,12 @@ export class AckMessageProcessor implements RequestProcessor {
     const handle = decodeReceiptHandle(str(ext, "extraInfo"));
     if ("invalid" in handle) return createResponse(cmd, ResponseCode.SYSTEM_ERROR, `java.lang.IllegalArgumentException: ${handle.invalid}`);
     if (this.#ctx.role.isSlave || !this.#pop.active) return createResponse(cmd, ResponseCode.SYSTEM_ERROR, "pop acks are taken by the master only");
-    if (handle.reviveQid === POP_ORDER_REVIVE_QUEUE) return createResponse(cmd, ResponseCode.SYSTEM_ERROR, "orderly pop is not supported on this broker yet");
+    if (handle.reviveQid === POP_ORDER_REVIVE_QUEUE) {
+      const r = change
+        ? this.#changeOrderly(group, topic, queueId, offset, handle.popTime, num(ext, "invisibleTime", 0))
+        : this.#ackOrderly(conn, group, topic, queueId, offset, handle.popTime);
+      return createResponse(cmd, r.code, r.remark, r.ext);
+    }
     const ack: AckMsgJson = { ao: offset, so: handle.ckQueueOffset, c: group, t: topic, q: queueId, pt: handle.popTime, bn: handle.brokerName };
     if (!change) {
       await this.#pop.writeAck(ack, handle.reviveQid, [offset]);
@@ -63,6 +78,34 @@ export class AckMessageProcessor implements RequestProcessor {
     await this.#pop.writeAck(ack, handle.reviveQid, [offset]);
     const answer = { popTime: String(popTime), invisibleTime: String(invisibleTime), reviveQid: String(handle.reviveQid) };
     return createResponse(cmd, ResponseCode.SUCCESS, undefined, answer);
+  }
+
+  /** An orderly ack (RocketMQ's ackOrderly): the group's offset moves to the batch's first un-acked message. */
+  #ackOrderly(conn: RemotingConnection, group: string, topic: string, queueId: number, offset: number, popTime: number): Answer {
+    const offsets = this.#ctx.consumerOffsets;
+    const committed = offsets.query(group, topic, queueId);
+    if (offset < committed) return { code: ResponseCode.SUCCESS };
+    const next = this.#pop.order.ack(topic, group, queueId, offset, popTime);
+    if (next === -1) {
+      const remark = `offset is illegal, key:${topic}@${group}@${queueId}, old:${committed}, commit:${offset}, next:-1, /${conn.remoteAddress}`;
+      return { code: ResponseCode.MESSAGE_ILLEGAL, remark };
+    }
+    if (next >= 0) {
+      offsets.commit(group, topic, queueId, next);
+      this.#wake(topic, group, queueId);
+    }
+    return { code: ResponseCode.SUCCESS };
+  }
+
+  /** CHANGE_MESSAGE_INVISIBLETIME of an orderly handle: the message's own next-visible time; the handle keeps its pop time. */
+  #changeOrderly(group: string, topic: string, queueId: number, offset: number, popTime: number, invisibleTime: number): Answer {
+    if (offset < this.#ctx.consumerOffsets.query(group, topic, queueId)) {
+      return { code: ResponseCode.SUCCESS, ext: { popTime: "0", invisibleTime: "0", reviveQid: "0" } };
+    }
+    const visibleAt = this.#ctx.now() + invisibleTime;
+    this.#pop.order.changeInvisible(topic, group, queueId, offset, popTime, visibleAt);
+    const ext = { popTime: String(popTime), invisibleTime: String(visibleAt - popTime), reviveQid: String(POP_ORDER_REVIVE_QUEUE) };
+    return { code: ResponseCode.SUCCESS, ext };
   }
 
   /** Java's checks: the topic, the queue id, the offset within the queue (ACK: ≤ max; CHANGE: < max). */
@@ -82,7 +125,7 @@ export class AckMessageProcessor implements RequestProcessor {
   }
 
   /** BATCH_ACK_MESSAGE: per entry, the offsets its bit set names within the queue's range. */
-  async #batchAck(cmd: RemotingCommand): Promise<RemotingCommand> {
+  async #batchAck(conn: RemotingConnection, cmd: RemotingCommand): Promise<RemotingCommand> {
     const acks = parseBatchAcks(cmd.body);
     if (acks === null || acks.length === 0) return createResponse(cmd, ResponseCode.NO_MESSAGE);
     if (this.#ctx.role.isSlave || !this.#pop.active) return createResponse(cmd, ResponseCode.SYSTEM_ERROR, "pop acks are taken by the master only");
@@ -92,7 +135,11 @@ export class AckMessageProcessor implements RequestProcessor {
       const min = this.#ctx.store.getMinOffsetInQueue(topic, b.q);
       const max = this.#ctx.store.getMaxOffsetInQueue(topic, b.q);
       const offsets = batchAckOffsets(b.so, b.b).filter((o) => o >= min && o <= max);
-      if (offsets.length === 0 || b.rq === POP_ORDER_REVIVE_QUEUE) continue;
+      if (offsets.length === 0) continue;
+      if (b.rq === POP_ORDER_REVIVE_QUEUE) {
+        for (const o of offsets) this.#ackOrderly(conn, b.c, topic, b.q, o, b.pt);
+        continue;
+      }
       const ack: AckMsgJson = { ao: -1, so: b.so, c: b.c, t: topic, q: b.q, pt: b.pt, bn: this.#ctx.settings.brokerName, aol: offsets };
       await this.#pop.writeAck(ack, b.rq, offsets);
     }

@@ -14,9 +14,13 @@ import { parseProperties } from "../../commitlog/index.ts";
 import { createTopicRequest, InProcessBroker, pulledRecords, sendV2Request } from "../test-support.ts";
 
 const G = "GP";
+const BROKER = "broker-a";
 const T = "TP";
 
-function popRequest(b: InProcessBroker, o: { queueId?: number; max?: number; invisibleTime?: number; pollTime?: number; exp?: string; initMode?: number } = {}): RemotingCommand {
+function popRequest(
+  b: InProcessBroker,
+  o: { queueId?: number; max?: number; invisibleTime?: number; pollTime?: number; exp?: string; initMode?: number; order?: boolean } = {},
+): RemotingCommand {
   return createRequest(RequestCode.POP_MESSAGE, {
     consumerGroup: G,
     topic: T,
@@ -28,7 +32,7 @@ function popRequest(b: InProcessBroker, o: { queueId?: number; max?: number; inv
     initMode: String(o.initMode ?? 0),
     expType: "TAG",
     exp: o.exp ?? "*",
-    order: "false",
+    order: String(o.order ?? false),
   });
 }
 
@@ -40,7 +44,7 @@ function handles(res: RemotingCommand): { topic: string; queueId: number; offset
     const ck = parseProperties(rec.properties).POP_CK;
     if (ck) return { topic: rec.topic, queueId: rec.queueId, offset: rec.queueOffset, extraInfo: ck, reconsumeTimes: rec.reconsumeTimes };
     const so = start.get(`0@${rec.queueId}`)!;
-    const extraInfo = `${so} ${ext.popTime} ${ext.invisibleTime} ${ext.reviveQid} 0 broker-a ${rec.queueId} ${rec.queueOffset}`;
+    const extraInfo = `${so} ${ext.popTime} ${ext.invisibleTime} ${ext.reviveQid} 0 ${BROKER} ${rec.queueId} ${rec.queueOffset}`;
     return { topic: rec.topic, queueId: rec.queueId, offset: rec.queueOffset, extraInfo, reconsumeTimes: rec.reconsumeTimes };
   });
 }
@@ -227,6 +231,55 @@ describe("PEEK_MESSAGE, NOTIFICATION, POLLING_INFO, the retry limit, the slave",
     expect((await b.call(popRequest(b))).code).not.toBe(ResponseCode.SUCCESS);
     const ack = ackRequest({ extraInfo: "0 1 60000 0 0 broker-a 0 0", queueId: 0, offset: 0 });
     expect([ResponseCode.SYSTEM_ERROR, ResponseCode.TOPIC_NOT_EXIST] as number[]).toContain((await b.call(ack)).code);
+  });
+});
+
+describe("FIFO pops (order=true)", () => {
+  const bodies = (res: RemotingCommand) => pulledRecords(res).map((r) => new TextDecoder().decode(r.body));
+
+  test("a queue is blocked while its batch is in flight; acks move the offset to the first un-acked message", async () => {
+    await using b = InProcessBroker.start();
+    await withTopic(b, 3);
+    const first = await b.ok(popRequest(b, { order: true, invisibleTime: 10_000 }));
+    expect(first.extFields!.reviveQid).toBe("999");
+    expect(first.extFields!.orderCountInfo).toBe("0 0 0");
+    expect(bodies(first)).toEqual(["m0", "m1", "m2"]);
+    await b.ok(sendV2Request(T, "m3"));
+    expect((await b.call(popRequest(b, { order: true }))).code).toBe(210);
+    const hs = handles(first);
+    await b.ok(ackRequest(hs[1]!)); // out of order: the offset stays at 0
+    expect((await b.call(popRequest(b, { order: true }))).code).toBe(210);
+    await b.ok(ackRequest(hs[0]!));
+    await b.ok(ackRequest(hs[2]!));
+    const next = await b.ok(popRequest(b, { order: true }));
+    expect(bodies(next)).toEqual(["m3"]);
+    // An ack of a batch no longer the queue's (a stale pop time) changes nothing.
+    expect((await b.call(ackRequest(hs[0]!))).code).toBe(ResponseCode.SUCCESS);
+  });
+
+  test("an expired batch is popped again, in order, each message's deliveries counted", async () => {
+    await using b = InProcessBroker.start();
+    await withTopic(b, 2);
+    const first = await b.ok(popRequest(b, { order: true, invisibleTime: 5_000 }));
+    await b.ok(ackRequest(handles(first)[0]!));
+    await b.advance(6_000);
+    const again = await b.ok(popRequest(b, { order: true, invisibleTime: 5_000 }));
+    expect(bodies(again)).toEqual(["m1"]);
+    expect(again.extFields!.orderCountInfo).toBe("0 qo0%1 1;0 0 1");
+    // Nothing went through the retry topic.
+    expect(await retried(b)).toBe(0);
+  });
+
+  test("CHANGE_MESSAGE_INVISIBLETIME of an orderly handle keeps the queue blocked until the new time", async () => {
+    await using b = InProcessBroker.start();
+    await withTopic(b, 1);
+    const [h] = handles(await b.ok(popRequest(b, { order: true, invisibleTime: 5_000 })));
+    const res = await b.ok(ackRequest(h!, RequestCode.CHANGE_MESSAGE_INVISIBLETIME, 20_000));
+    expect(res.extFields!.reviveQid).toBe("999");
+    await b.advance(10_000);
+    expect((await b.call(popRequest(b, { order: true }))).code).toBe(210);
+    await b.advance(11_000);
+    expect(bodies(await b.ok(popRequest(b, { order: true })))).toEqual(["m0"]);
   });
 });
 

@@ -15,6 +15,7 @@ import {
   encodeReceiptHandle,
   encodeStartOffsetInfo,
   POP_MAX_MSG_NUMS,
+  POP_ORDER_REVIVE_QUEUE,
   popRetryTopic,
   type PopQueueOffsets,
 } from "../../protocol/pop.ts";
@@ -51,6 +52,7 @@ interface PopHeader {
   exp: string;
   expType: string;
   order: boolean;
+  attemptId: string;
 }
 
 export class PopMessageProcessor implements RequestProcessor {
@@ -93,7 +95,7 @@ export class PopMessageProcessor implements RequestProcessor {
     const filter = popFilter(ctx, h.topic, h.exp, h.expType);
     if ("code" in filter) return fail(filter);
     const randomQ = Math.floor(Math.random() * 100);
-    const read = readForPop(ctx, this.#pop, { ...h, tagFilter: filter.tagFilter, recordFilter: filter.recordFilter, randomQ });
+    const read = readForPop(ctx, this.#pop, { ...h, tagFilter: filter.tagFilter, recordFilter: filter.recordFilter, randomQ, popTime: now });
     if (read.parts.length > 0) return this.#answer(cmd, h, read.parts, read.restNum, now);
     if (mayPark && h.pollTime > 0) {
       const parked = this.#park(conn, cmd, h, filter, now);
@@ -105,8 +107,9 @@ export class PopMessageProcessor implements RequestProcessor {
 
   /** Checkpoints written (each queue unlocked after its own), offsets committed, the answer built. */
   async #answer(cmd: RemotingCommand, h: PopHeader, parts: QueuePart[], restNum: number, popTime: number): Promise<RemotingCommand> {
-    const reviveQid = this.#pop.nextReviveQid();
-    const stored = await Promise.all(parts.map((p) => this.#checkpoint(h, p, popTime, reviveQid)));
+    const reviveQid = h.order ? POP_ORDER_REVIVE_QUEUE : this.#pop.nextReviveQid();
+    // A FIFO part needs no checkpoint: its batch is the queue's order info already.
+    const stored = await Promise.all(parts.map((p) => (p.locked ? this.#checkpoint(h, p, popTime, reviveQid) : true)));
     const kept = parts.filter((_, i) => stored[i]);
     const ext: ExtFields = {
       popTime: String(popTime),
@@ -120,6 +123,7 @@ export class PopMessageProcessor implements RequestProcessor {
     const infos: PopQueueOffsets[] = kept.map((p) => ({ retry: p.retry, queueId: p.queueId, startOffset: p.startOffset, offsets: p.offsets }));
     ext.startOffsetInfo = encodeStartOffsetInfo(infos);
     ext.msgOffsetInfo = encodeMsgOffsetInfo(infos);
+    if (h.order) ext.orderCountInfo = orderCountInfo(kept);
     const body: Uint8Array[] = [];
     for (const p of kept) {
       if (p.retry === "0") body.push(...p.messages);
@@ -273,7 +277,24 @@ function popHeader(ext: ExtFields | undefined, now: number): PopHeader {
     exp: str(ext, "exp"),
     expType: str(ext, "expType"),
     order: bool(ext, "order"),
+    attemptId: str(ext, "attemptId"),
   };
+}
+
+/**
+ * FIFO: each message popped before (`{retry} qo{queueId}%{offset} {count}`), then per queue the
+ * fewest deliveries of its batch (`{retry} {queueId} {count}`), joined by ";" (ConsumerOrderInfoManager).
+ */
+function orderCountInfo(parts: readonly QueuePart[]): string {
+  const entries: string[] = [];
+  for (const p of parts) {
+    const counts = p.counts ?? p.offsets.map(() => 0);
+    counts.forEach((c, i) => {
+      if (c > 0) entries.push(`${p.retry} qo${p.queueId}%${p.offsets[i]} ${c}`);
+    });
+    entries.push(`${p.retry} ${p.queueId} ${Math.min(...counts)}`);
+  }
+  return entries.join(";");
 }
 
 /** Java writes every field of PopMessageResponseHeader, 0 where unset, error answers too. */
