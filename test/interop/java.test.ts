@@ -68,6 +68,8 @@ const SCENARIOS = [
   "pop-filter",
   "pop-share",
   "pop-mqadmin",
+  "pop-orderly",
+  "pop-switch",
 ] as const;
 
 /**
@@ -88,7 +90,7 @@ const ACL_JVM_PROPS = [
  * POP consumption (PopScenarios.java; the 5.3.3 client only, n/a with 4.9.8): a push consumer with
  * client rebalance off, its (topic, group) set to POP with SET_MESSAGE_REQUEST_MODE.
  */
-const POP_SCENARIOS = ["pop-basic", "pop-redeliver", "pop-no-ack", "pop-filter", "pop-share", "pop-mqadmin"] as const;
+const POP_SCENARIOS = ["pop-basic", "pop-redeliver", "pop-no-ack", "pop-filter", "pop-share", "pop-mqadmin", "pop-orderly", "pop-switch"] as const;
 
 /** Features Apache RocketMQ has only from 5.0 on: the 4.9.7 reference broker cannot pass them. */
 const NEEDS_5X_BROKER: Record<string, string> = {
@@ -383,11 +385,21 @@ describe.skipIf(!present || RUN_5X.length === 0 || !RUN_APACHE_5)("Java clients 
  *   retry-first-run   a new group's first retry: within 3 s of Apache 4.9.7's (level 3: 10 s),
  *                     and under 15 s even when Apache loses its client's rebalance race (20 s)
  *   delay-ms          a 4 s TIMER_DELAY_MS message: not later than Apache 5.3.3's + 1.5 s
+ *   pop-basic         20 messages popped: within twice Apache 5.3.3's time, or 1.5 s more
+ *   pop-redeliver     a RECONSUME_LATER message back (popDelayLevel[0], 10 s): within 17 s, or
+ *                     Apache's + 3 s. Apache's revived copy lands in %RETRY%{group}_{topic}
+ *                     without waking the parked pop, so its figure is 10 s + revive + up to the
+ *                     client's 15 s poll (~15 s seen); a broker whose arrival wakes the pop is faster
+ *   pop-no-ack        a killed consumer's messages (5 s invisible) at a second consumer: within
+ *                     12 s, or Apache's + 3 s (the same parked-pop lag: ~16.5 s seen)
  */
 const COMPARED: { scenario: string; figure: string; apache: BrokerKind; bound: (apacheMs: number) => number }[] = [
   { scenario: "orderly-handover", figure: "handover_ms", apache: "apache", bound: (a) => Math.max(2 * a, a + 2500) },
   { scenario: "retry-first-run", figure: "retry_ms", apache: "apache", bound: (a) => Math.min(a + 3000, 15_000) },
   { scenario: "delay-ms", figure: "delay_ms", apache: APACHE_5, bound: (a) => a + 1500 },
+  { scenario: "pop-basic", figure: "pop_ms", apache: APACHE_5, bound: (a) => Math.max(2 * a, a + 1500) },
+  { scenario: "pop-redeliver", figure: "redeliver_ms", apache: APACHE_5, bound: (a) => Math.max(a + 3000, 17_000) },
+  { scenario: "pop-no-ack", figure: "revive_ms", apache: APACHE_5, bound: (a) => Math.max(a + 3000, 12_000) },
 ];
 
 describe.skipIf(!present)("Java clients: RocketBun's timings against Apache RocketMQ's in this run", () => {

@@ -21,7 +21,9 @@ import java.util.stream.Collectors;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
 import org.apache.rocketmq.client.consumer.MessageSelector;
 import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
+import org.apache.rocketmq.client.consumer.listener.ConsumeOrderlyStatus;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
+import org.apache.rocketmq.client.consumer.listener.MessageListenerOrderly;
 import org.apache.rocketmq.client.impl.MQClientAPIImpl;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
 import org.apache.rocketmq.common.MixAll;
@@ -65,6 +67,8 @@ final class PopClientScenarios {
         m.put("pop-filter", PopClientScenarios::filter);
         m.put("pop-share", PopClientScenarios::share);
         m.put("pop-mqadmin", PopClientScenarios::mqadmin);
+        m.put("pop-orderly", PopClientScenarios::orderly);
+        m.put("pop-switch", PopClientScenarios::switchToPull);
     }
 
     /** One delivery to a listener, as the consumer saw it. */
@@ -449,6 +453,86 @@ final class PopClientScenarios {
         log.checkExactlyOnce(sent);
         checkAllPopped(log);
         return "mqadmin setConsumeMode -c " + cluster + " -m POP: the consumer was assigned POP and popped 5 messages once; a retry topic refused (16), a missing topic refused (17)";
+    }
+
+    /**
+     * An orderly listener never pops: the 5.3.3 client rebalances an orderly consumer itself
+     * whatever setClientRebalance says (RebalancePushImpl.clientRebalance), so on a (topic, group)
+     * set to POP it still locks its queues (LOCK_BATCH_MQ) and pulls them, in order per queue.
+     */
+    static String orderly(Ctx ctx) throws Exception {
+        String topic = ctx.topic("t");
+        String group = ctx.group("c");
+        ctx.createTopic(topic, 2);
+        setPopMode(ctx, topic, group);
+        Deliveries log = new Deliveries();
+        Map<Integer, List<String>> perQueue = new TreeMap<>();
+        DefaultMQPushConsumer c = popConsumer(ctx, group, MIN_INVISIBLE_MS);
+        c.subscribe(topic, "*");
+        MessageListenerConcurrently logged = logging(log, "c", m -> false);
+        c.registerMessageListener((MessageListenerOrderly) (msgs, context) -> {
+            logged.consumeMessage(msgs, null);
+            synchronized (perQueue) {
+                for (MessageExt m : msgs) perQueue.computeIfAbsent(m.getQueueId(), q -> new ArrayList<>()).add(body(m));
+            }
+            return ConsumeOrderlyStatus.SUCCESS;
+        });
+        ctx.start(c);
+        Ctx.await(() -> ConsumeScenarios.owned(c, topic).size() == 2, 20_000, () -> "the orderly consumer to hold both queues: " + ConsumeScenarios.owned(c, topic));
+        check(popQueues(c, topic).isEmpty(), "an orderly consumer was assigned POP queues " + popQueues(c, topic));
+        DefaultMQProducer p = ctx.producer(ctx.group("p"));
+        Set<String> sent = new TreeSet<>();
+        Map<Integer, List<String>> want = new TreeMap<>();
+        for (int i = 0; i < 20; i++) {
+            String b = ConsumeScenarios.sendTo(p, topic, i % 2, String.format("m-%02d", i));
+            sent.add(b);
+            want.computeIfAbsent(i % 2, q -> new ArrayList<>()).add(b);
+        }
+        log.awaitBodies(sent, 20_000);
+        Thread.sleep(500);
+        log.checkExactlyOnce(sent);
+        for (Delivery d : log.all()) check(!d.popped, d.body + " was popped (POP_CK) by an orderly consumer");
+        synchronized (perQueue) {
+            check(perQueue.equals(want), "per-queue order " + perQueue + ", sent " + want);
+        }
+        return "setClientRebalance(false) with an orderly listener on a POP (topic, group): the client held both queues itself and pulled 20 messages in order per queue, none popped";
+    }
+
+    /**
+     * POP, then PULL for the same (topic, group), set while the consumer runs: its next rebalance
+     * (every 20 s) gets PULL assignments, and it pulls from the offset the pops committed, so the
+     * popped messages are not delivered again and the later ones arrive once, without POP_CK.
+     */
+    static String switchToPull(Ctx ctx) throws Exception {
+        String topic = ctx.topic("t");
+        String group = ctx.group("c");
+        ctx.createTopic(topic, 2);
+        setPopMode(ctx, topic, group);
+        Deliveries log = new Deliveries();
+        DefaultMQPushConsumer c = popConsumer(ctx, group, MIN_INVISIBLE_MS);
+        c.subscribe(topic, "*");
+        c.registerMessageListener(logging(log, "c", m -> false));
+        ctx.start(c);
+        awaitPopAssignment(c, topic);
+        DefaultMQProducer p = ctx.producer(ctx.group("p"));
+        Set<String> popped = ConsumeScenarios.send(p, topic, "TagA", 0, 10);
+        log.awaitBodies(popped, 20_000);
+        long t0 = System.currentTimeMillis();
+        for (String addr : masters(ctx, topic)) api(ctx).setMessageRequestMode(addr, topic, group, MessageRequestMode.PULL, 0, 5000);
+        ctx.progress("waiting for the consumer's next rebalance to get PULL assignments");
+        Ctx.await(() -> ConsumeScenarios.owned(c, topic).size() == 2 && popQueues(c, topic).isEmpty(), 30_000,
+            () -> "PULL assignments of both queues after the switch: PULL " + ConsumeScenarios.owned(c, topic) + ", POP " + popQueues(c, topic));
+        long switchMs = System.currentTimeMillis() - t0;
+        Set<String> pulled = ConsumeScenarios.send(p, topic, "TagA", 10, 20);
+        log.awaitBodies(pulled, 20_000);
+        Thread.sleep(1000);
+        Set<String> all = new TreeSet<>(popped);
+        all.addAll(pulled);
+        log.checkExactlyOnce(all);
+        for (Delivery d : log.all()) {
+            check(d.popped == popped.contains(d.body), d.body + (d.popped ? " was popped after the switch to PULL" : " was pulled before the switch"));
+        }
+        return "10 popped, setConsumeMode PULL: the consumer pulled both queues " + switchMs + " ms later, from where the pops left off: 10 more pulled once, none of the popped again";
     }
 
     /** The cluster of the broker at `addr` (GET_BROKER_CLUSTER_INFO). */

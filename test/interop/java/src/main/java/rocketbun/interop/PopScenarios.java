@@ -14,7 +14,8 @@ import java.util.Map;
 final class PopScenarios {
     private PopScenarios() {}
 
-    static final List<String> NAMES = List.of("pop-basic", "pop-redeliver", "pop-no-ack", "pop-filter", "pop-share", "pop-mqadmin");
+    static final List<String> NAMES = List.of("pop-basic", "pop-redeliver", "pop-no-ack", "pop-filter", "pop-share", "pop-mqadmin", "pop-orderly",
+        "pop-switch");
 
     static void register(Map<String, Scenario> m) {
         Map<String, Scenario> five = new LinkedHashMap<>();
