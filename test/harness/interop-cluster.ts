@@ -3,7 +3,7 @@
  * (the compiled binary, a name server and a master as two processes) and Apache RocketMQ itself
  * (NamesrvStartup and BrokerStartup from Maven Central, test/interop/java/apache-server: 4.9.7).
  * A third, "apache-5" (APACHE_5: 5.3.3, test/interop/java/apache-server-5, no proxy), is the
- * reference for the Java scenarios that need a 5.x broker (timer messages). All get
+ * reference for the Java scenarios that need a 5.x broker (timer messages, POP). All get
  * the same settings where they share a meaning, so a scenario that passes on one and fails on the
  * other points at a difference in behaviour, not in configuration:
  *   autoCreateTopicEnable, enablePropertyFilter, a transaction check-back after 2 s, every 2 s,
@@ -25,7 +25,7 @@ import { bodyJson, newClient } from "./wire.ts";
 export type BrokerKind = "rocketbun" | "apache" | "apache-5";
 /** The pair every interop suite runs side by side: RocketBun and Apache RocketMQ 4.9.7. */
 export const BROKER_KINDS: readonly BrokerKind[] = ["rocketbun", "apache"];
-/** Apache RocketMQ 5.3.3 (test/interop/java/apache-server-5): timer messages and the rest of 5.x's broker. */
+/** Apache RocketMQ 5.3.3 (test/interop/java/apache-server-5): timer messages, POP and the rest of 5.x's broker. */
 export const APACHE_5 = "apache-5" satisfies BrokerKind;
 
 export const CLUSTER_NAME = "InteropCluster";

@@ -10,8 +10,9 @@
  * is a RocketBun bug; one that fails on both is a bad scenario. The few scenarios that need a 5.x
  * broker (`NEEDS_5X_BROKER`) are run against Apache 4.9.7 too, and recorded, but not asserted there;
  * those in `FIVE_X_SCENARIOS` run once more against Apache RocketMQ 5.3.3 (no proxy: the remoting
- * clients talk to its broker) and a RocketBun of their own, asserted on both (broker "apache-5",
- * selected with JAVA_BROKERS=apache-5).
+ * clients talk to its broker), asserted there (broker "apache-5", selected with
+ * JAVA_BROKERS=apache-5) as on RocketBun, whose rows are the main block's. The POP scenarios
+ * (`POP_SCENARIOS`, 5.3.3 client only, n/a with 4.9.8) are among them.
  *
  * ACL: a second pair of brokers per kind with plain ACL on (aclEnable, the fixture of
  * test/harness/acl.ts) runs AclScenarios.java (ACL_SCENARIOS) with AclClientRPCHook: signed send and
@@ -61,6 +62,14 @@ const SCENARIOS = [
   "deliver-time",
   "heartbeat-v2",
   "delay-ms",
+  "pop-basic",
+  "pop-redeliver",
+  "pop-no-ack",
+  "pop-filter",
+  "pop-share",
+  "pop-mqadmin",
+  "pop-orderly",
+  "pop-switch",
 ] as const;
 
 /**
@@ -77,16 +86,25 @@ const ACL_JVM_PROPS = [
   `-Drocketbun.acl.deniedGroup=${ACL_DENIED_GROUP}`,
 ];
 
+/**
+ * POP consumption (PopScenarios.java; the 5.3.3 client only, n/a with 4.9.8): a push consumer with
+ * client rebalance off, its (topic, group) set to POP with SET_MESSAGE_REQUEST_MODE.
+ */
+const POP_SCENARIOS = ["pop-basic", "pop-redeliver", "pop-no-ack", "pop-filter", "pop-share", "pop-mqadmin", "pop-orderly", "pop-switch"] as const;
+
 /** Features Apache RocketMQ has only from 5.0 on: the 4.9.7 reference broker cannot pass them. */
 const NEEDS_5X_BROKER: Record<string, string> = {
   "deliver-time": "timer messages (TIMER_DELIVER_MS) need a 5.x broker; 4.9 delivers them at once",
   "delay-ms": "timer messages (TIMER_DELAY_MS, TIMER_DELAY_SEC, timerMaxDelaySec) need a 5.x broker; 4.9 delivers them at once",
   "java-5.3.3 lite-pull-subscribe": "the 5.x client's lite pull sends LITE_PULL_MESSAGE (361), which 4.9 brokers do not know",
   "java-5.3.3 lite-pull-assign": "the 5.x client's lite pull sends LITE_PULL_MESSAGE (361), which 4.9 brokers do not know",
+  ...Object.fromEntries(
+    POP_SCENARIOS.map((s) => [`java-5.3.3 ${s}`, "POP consumption (SET_MESSAGE_REQUEST_MODE, QUERY_ASSIGNMENT, POP_MESSAGE …) needs a 5.x broker"]),
+  ),
 };
 
 /** Scenarios proven against Apache RocketMQ 5.3.3 as well ("apache-5"); RocketBun's rows are the main block's. */
-const FIVE_X_SCENARIOS: readonly (typeof SCENARIOS)[number][] = ["deliver-time", "delay-ms"];
+const FIVE_X_SCENARIOS: readonly (typeof SCENARIOS)[number][] = ["deliver-time", "delay-ms", ...POP_SCENARIOS];
 
 /** While debugging: JAVA_SCENARIOS, JAVA_BROKERS, JAVA_CLIENTS (comma lists) narrow the run. */
 const only = (name: string): Set<string> | undefined => (process.env[name] ? new Set(process.env[name]!.split(",")) : undefined);
@@ -316,6 +334,7 @@ function describeScenarioRuns(broker: BrokerKind, scenarios: readonly string[]):
               c.namesrvAddr,
               `${PREFIX[broker]}${project.slice(-1)}_${Date.now() % 100000}`,
               scenarios,
+              runnerFlags(project, scenarios),
             );
             runners.set(client, runner);
           }
@@ -338,13 +357,19 @@ function describeScenarioRuns(broker: BrokerKind, scenarios: readonly string[]):
   });
 }
 
+/** pop-mqadmin runs mqadmin 5.3.3 (test/interop/java/mqadmin-5) from the 5.3.3 client's runner: its classpath. */
+function runnerFlags(project: string, scenarios: readonly string[]): string[] {
+  if (project !== "client-5" || !scenarios.includes("pop-mqadmin")) return [];
+  return [`-Drocketbun.mqadmin5.classpath=${mavenClasspath("mqadmin-5")}`];
+}
+
 /**
- * Timer messages and the rest of what Apache RocketMQ has only from 5.0 on: FIVE_X_SCENARIOS against
+ * Timer messages, POP and the rest of what Apache RocketMQ has only from 5.0 on: FIVE_X_SCENARIOS against
  * 5.3.3, asserted (the main block runs them on RocketBun, and records them n/a on 4.9.7).
  */
 const RUN_APACHE_5 = !ONLY_BROKERS || ONLY_BROKERS.has(APACHE_5);
 
-describe.skipIf(!present || RUN_5X.length === 0 || !RUN_APACHE_5)("Java clients on a 5.x broker (timer messages)", () => {
+describe.skipIf(!present || RUN_5X.length === 0 || !RUN_APACHE_5)("Java clients on a 5.x broker (timer messages, POP)", () => {
   describeScenarioRuns(APACHE_5, RUN_5X);
 });
 
@@ -360,11 +385,21 @@ describe.skipIf(!present || RUN_5X.length === 0 || !RUN_APACHE_5)("Java clients 
  *   retry-first-run   a new group's first retry: within 3 s of Apache 4.9.7's (level 3: 10 s),
  *                     and under 15 s even when Apache loses its client's rebalance race (20 s)
  *   delay-ms          a 4 s TIMER_DELAY_MS message: not later than Apache 5.3.3's + 1.5 s
+ *   pop-basic         20 messages popped: within twice Apache 5.3.3's time, or 1.5 s more
+ *   pop-redeliver     a RECONSUME_LATER message back (popDelayLevel[0], 10 s): within 17 s, or
+ *                     Apache's + 3 s. Apache's revived copy lands in %RETRY%{group}_{topic}
+ *                     without waking the parked pop, so its figure is 10 s + revive + up to the
+ *                     client's 15 s poll (~15 s seen); a broker whose arrival wakes the pop is faster
+ *   pop-no-ack        a killed consumer's messages (5 s invisible) at a second consumer: within
+ *                     12 s, or Apache's + 3 s (the same parked-pop lag: ~16.5 s seen)
  */
 const COMPARED: { scenario: string; figure: string; apache: BrokerKind; bound: (apacheMs: number) => number }[] = [
   { scenario: "orderly-handover", figure: "handover_ms", apache: "apache", bound: (a) => Math.max(2 * a, a + 2500) },
   { scenario: "retry-first-run", figure: "retry_ms", apache: "apache", bound: (a) => Math.min(a + 3000, 15_000) },
   { scenario: "delay-ms", figure: "delay_ms", apache: APACHE_5, bound: (a) => a + 1500 },
+  { scenario: "pop-basic", figure: "pop_ms", apache: APACHE_5, bound: (a) => Math.max(2 * a, a + 1500) },
+  { scenario: "pop-redeliver", figure: "redeliver_ms", apache: APACHE_5, bound: (a) => Math.max(a + 3000, 17_000) },
+  { scenario: "pop-no-ack", figure: "revive_ms", apache: APACHE_5, bound: (a) => Math.max(a + 3000, 12_000) },
 ];
 
 describe.skipIf(!present)("Java clients: RocketBun's timings against Apache RocketMQ's in this run", () => {

@@ -29,6 +29,7 @@ public final class Runner {
         SendScenarios.register(SCENARIOS);
         ConsumeScenarios.register(SCENARIOS);
         FeatureScenarios.register(SCENARIOS);
+        PopScenarios.register(SCENARIOS);
         AclScenarios.register(ACL_SCENARIOS);
     }
 
