@@ -319,6 +319,7 @@ export class BrokerController {
       defaultMessageRequestMode: b.defaultMessageRequestMode,
       defaultPopShareQueueNum: b.defaultPopShareQueueNum,
       serverLoadBalancerEnable: b.serverLoadBalancerEnable,
+      timerMaxDelayMs: b.timerMaxDelaySec * 1000,
     };
   }
 

@@ -38,6 +38,8 @@ export interface BrokerSettings {
   defaultPopShareQueueNum: number;
   /** QUERY_ASSIGNMENT allocates a clustering group's queues among its members; off, every member gets every queue. */
   serverLoadBalancerEnable: boolean;
+  /** The farthest a delivery time may lie ahead (broker.timerMaxDelaySec), in ms: also a pop's largest invisible time. */
+  timerMaxDelayMs: number;
 }
 
 /** The settings with the role in force (BrokerInfo.settings(): the admin API's GET /broker, the dashboard). */

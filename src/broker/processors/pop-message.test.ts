@@ -150,6 +150,8 @@ describe("POP_MESSAGE and ACK_MESSAGE", () => {
     await withTopic(b, 2);
     const bad = (o: Record<string, string>) => createRequest(RequestCode.POP_MESSAGE, { ...popRequest(b).extFields, ...o });
     expect((await b.call(bad({ maxMsgNums: "33" }))).code).toBe(ResponseCode.INVALID_PARAMETER);
+    expect((await b.call(bad({ invisibleTime: String(3 * 24 * 3600 * 1000 + 1) }))).code).toBe(ResponseCode.INVALID_PARAMETER);
+    expect((await b.call(bad({ invisibleTime: "-1" }))).code).toBe(ResponseCode.INVALID_PARAMETER);
     expect((await b.call(bad({ topic: "NOPE" }))).code).toBe(ResponseCode.TOPIC_NOT_EXIST);
     expect((await b.call(bad({ queueId: "7" }))).code).toBe(ResponseCode.INVALID_PARAMETER);
     expect((await b.call(bad({ expType: "SQL92", exp: "a >" }))).code).toBe(ResponseCode.SUBSCRIPTION_PARSE_FAILED);

@@ -87,6 +87,13 @@ export class PopMessageProcessor implements RequestProcessor {
     if (h.maxMsgNums > POP_MAX_MSG_NUMS) {
       return fail({ code: ResponseCode.INVALID_PARAMETER, remark: `the broker[${host}] pop message's num is greater than ${POP_MAX_MSG_NUMS}` });
     }
+    // Java's broker checks no bound; its timer then refuses the checkpoint past timerMaxDelaySec
+    // and the pop's messages are silently dropped from the answer. A clear answer instead.
+    if (h.invisibleTime < 0 || h.invisibleTime > ctx.settings.timerMaxDelayMs) {
+      const max = ctx.settings.timerMaxDelayMs;
+      const remark = `the broker[${host}] pop message's invisibleTime ${h.invisibleTime} is out of [0, ${max}] (broker.timerMaxDelaySec)`;
+      return fail({ code: ResponseCode.INVALID_PARAMETER, remark });
+    }
     if (ctx.role.isSlave || !this.#pop.active) {
       return fail({ code: ResponseCode.SYSTEM_ERROR, remark: `the broker[${host}] pop message is forbidden on a slave` });
     }
