@@ -14,7 +14,7 @@
  */
 import type { BrokerMetricsState, GroupTopicMetrics, ReplicationInfo, TransactionStats } from "../../broker/index.ts";
 import type { Exposition, Labels } from "./exposition.ts";
-import { EXPORTER, OWN, RUNTIME, V5 } from "./families.ts";
+import { EXPORTER, OWN, RUNTIME, V5, type Family } from "./families.ts";
 
 /** Java DecimalFormat("#.##"), the exporter's rounding of rates. */
 function fixed2(v: number): number {
@@ -155,14 +155,19 @@ function v5Consumers(x: Exposition, s: BrokerMetricsState, now: number): void {
     rows.push([g, false]);
     if (g.pop) rows.push([{ ...(retries.get(`${g.topic}@${g.group}`) ?? emptyRetry(g)), system: g.system }, true]);
   }
-  for (const [g, isRetry] of rows) {
-    const labels: Labels = { ...node, topic: g.retryOf ?? g.topic, consumer_group: g.group, is_retry: String(isRetry), is_system: String(g.system) };
-    x.sample(V5.lagMessages, labels, g.lag);
-    x.sample(V5.lagLatency, labels, sinceMs(now, g.earliestUnconsumedCommittedMs));
-    x.sample(V5.inflightMessages, labels, g.inflight);
-    x.sample(V5.readyMessages, labels, g.ready);
-    x.sample(V5.queueingLatency, labels, sinceMs(now, g.earliestUnpulledMs));
-  }
+  const labeled = rows.map(([g, isRetry]): [GroupTopicMetrics, Labels] => [
+    g,
+    { ...node, topic: g.retryOf ?? g.topic, consumer_group: g.group, is_retry: String(isRetry), is_system: String(g.system) },
+  ]);
+  // One family at a time: the text format wants each family's samples together.
+  const values: [Family, (g: GroupTopicMetrics) => number][] = [
+    [V5.lagMessages, (g) => g.lag],
+    [V5.lagLatency, (g) => sinceMs(now, g.earliestUnconsumedCommittedMs)],
+    [V5.inflightMessages, (g) => g.inflight],
+    [V5.readyMessages, (g) => g.ready],
+    [V5.queueingLatency, (g) => sinceMs(now, g.earliestUnpulledMs)],
+  ];
+  for (const [f, value] of values) for (const [g, labels] of labeled) x.sample(f, labels, value(g));
 }
 
 /** ConsumeType to 5.x's consume_mode (ConsumeType.getTypeCN, lower case). */

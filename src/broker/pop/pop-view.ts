@@ -3,8 +3,10 @@
  * flight and ready, per queue. One source for GET_CONSUME_STATS (../admin-bodies.ts), the metrics
  * state (../metrics-state.ts) and BrokerInfo.popConsumption (the admin API and the dashboard).
  *
- * A pair counts as POP when the mode table (../message-request-mode.ts) says POP for it, or when a
- * checkpoint of it, or of its POP retry topic `%RETRY%{group}_{topic}`, is in flight. The retry
+ * A pair counts as POP when the mode table (../message-request-mode.ts) says POP for it, when a
+ * checkpoint of it, or of its POP retry topic `%RETRY%{group}_{topic}`, is in flight, or when
+ * that retry topic exists (only a revive creates it: messages may wait there for the next pops,
+ * long after the last pop). The retry
  * topic is reported apart, under the topic it retries with isRetry, as RocketMQ 5.x's
  * ConsumerLagCalculator reports it.
  *
@@ -113,12 +115,20 @@ function pairKey(topic: string, group: string): string {
 export function isPopConsumed(ctx: BrokerContext, index: PopInflightIndex, topic: string, group: string): boolean {
   const normal = popNormalTopic(topic, group);
   if (ctx.requestModes.get(normal, group)?.mode === "POP") return true;
-  return index.queues(normal, group) !== undefined || index.queues(popRetryTopic(normal, group), group) !== undefined;
+  const retry = popRetryTopic(normal, group);
+  return index.queues(normal, group) !== undefined || index.queues(retry, group) !== undefined || ctx.topics.get(retry) !== undefined;
 }
 
-/** Every (topic, group) consuming by POP: the mode table's POP entries and the pairs in flight, sorted by group then topic. */
+/**
+ * Every (topic, group) consuming by POP: the mode table's POP entries, the pairs in flight, and
+ * the pairs with committed offsets whose POP retry topic exists; sorted by group then topic.
+ */
 export function popPairs(ctx: BrokerContext, index: PopInflightIndex): { topic: string; group: string }[] {
   const out = new Map<string, { topic: string; group: string }>();
+  ctx.consumerOffsets.forEachEntry((topic, group) => {
+    const normal = popNormalTopic(topic, group);
+    if (normal !== topic || ctx.topics.get(popRetryTopic(topic, group))) out.set(pairKey(normal, group), { topic: normal, group });
+  });
   for (const [topic, groups] of Object.entries(ctx.requestModes.wrapper().messageRequestModeMap)) {
     for (const [group, e] of Object.entries(groups)) if (e.mode === "POP") out.set(pairKey(topic, group), { topic, group });
   }
