@@ -234,7 +234,11 @@ function groupTopic(
     // The first message not consumed: below the queue's minimum it was deleted, so the minimum.
     const first = Math.max(consumerOffset, min);
     if (first < brokerOffset) keep("all", times.get(ctx, topic, q, first));
-    const ready = m.pop ? readyInQueue(ctx, topic, q, committed, m.retryOf !== undefined) : committed >= 0 ? Math.max(0, brokerOffset - committed) : 0;
+    const ready = m.pop
+      ? readyInQueue(ctx, topic, q, committed, m.retryOf !== undefined)
+      : committed >= 0
+        ? Math.max(0, brokerOffset - committed)
+        : 0;
     const inflight = m.pop ? pop.queues(topic, group)?.get(q) : undefined;
     m.ready += ready;
     m.inflight += inflight?.count ?? 0;
