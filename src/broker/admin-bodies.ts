@@ -6,7 +6,7 @@
  *
  *   GET_BROKER_RUNTIME_INFO       {"table":{"<key>":"<string>",...}}               runtimeInfo
  *   GET_TOPIC_STATS_INFO          {"offsetTable":{{mq}:{lastUpdateTimestamp,maxOffset,minOffset}}}
- *   GET_CONSUME_STATS             {"consumeTps":0,"offsetTable":{{mq}:{brokerOffset,consumerOffset,lastTimestamp}}}
+ *   GET_CONSUME_STATS             {"consumeTps":0,"offsetTable":{{mq}:{brokerOffset,consumerOffset,lastTimestamp,pullOffset}}}
  *   GET_CONSUMER_CONNECTION_LIST  {"connectionSet":[..],"consumeFromWhere":..,"consumeType":..,
  *                                  "messageModel":..,"subscriptionTable":{"<topic>":SubscriptionData}}
  *   GET_PRODUCER_CONNECTION_LIST  {"connectionSet":[{"clientAddr","clientId","language","version"}]}
@@ -20,6 +20,8 @@ import type { BrokerContext } from "./context.ts";
 import type { MessageQueue } from "../protocol/route.ts";
 import type { ClientConnection, OffsetWrapper, TopicOffset } from "../protocol/admin-bodies.ts";
 import type { BrokerStats, Rates } from "./stats.ts";
+import { popNormalTopic } from "../protocol/pop.ts";
+import type { PopInflightIndex } from "./pop/pop-view.ts";
 
 /** MessageQueue in fastjson's field order. */
 export function mqJson(topic: string, brokerName: string, queueId: number): MessageQueue {
@@ -59,12 +61,14 @@ export function topicStatsBody(entries: readonly [MessageQueue, TopicOffset][]):
 
 /**
  * The topic whose read queues GET_CONSUME_STATS reports for `group`, or undefined: a topic without
- * a config is skipped, and so is one the online group (`online`) does not subscribe to.
+ * a config is skipped, and so is one the online group (`online`) does not subscribe to. The
+ * group's POP retry topic of a topic it subscribes to is kept (Java drops it, no client names it
+ * in its subscriptions).
  */
 export function consumeStatsTopic(ctx: BrokerContext, group: string, topic: string, online: ConsumerGroupInfo | undefined): TopicConfig | undefined {
   const tc = ctx.topics.get(topic);
   if (!tc) return undefined;
-  if (online && online.subscriptions.size > 0 && !online.subscriptions.has(topic)) return undefined;
+  if (online && online.subscriptions.size > 0 && !online.subscriptions.has(popNormalTopic(topic, group))) return undefined;
   return tc;
 }
 
@@ -84,9 +88,12 @@ export function forEachConsumeQueue(
 /**
  * ConsumeStats entries of `group` (Java `getConsumeStats`): every read queue of `topic`, or of
  * each topic the group has offsets for (see consumeStatsTopic for the ones left out), a missing
- * offset read as 0. lastTimestamp = store time of the last consumed message.
+ * offset read as 0. lastTimestamp = store time of the last consumed message. pullOffset =
+ * consumerOffset + the queue's messages in flight (`pop`: ./pop/pop-view.ts), so that mqadmin
+ * 5.x's #Inflight (pullOffset − consumerOffset) counts a POP group's; Java's is consumerOffset
+ * there, its in-flight count kept in memory apart.
  */
-export function consumeStats(ctx: BrokerContext, group: string, topic: string | undefined): [MessageQueue, OffsetWrapper][] {
+export function consumeStats(ctx: BrokerContext, group: string, topic: string | undefined, pop?: PopInflightIndex): [MessageQueue, OffsetWrapper][] {
   const topics = topic !== undefined ? [topic] : ctx.consumerOffsets.topicsOf(group).sort();
   const online = ctx.consumers.group(group);
   const out: [MessageQueue, OffsetWrapper][] = [];
@@ -96,7 +103,8 @@ export function consumeStats(ctx: BrokerContext, group: string, topic: string | 
     forEachConsumeQueue(ctx, tc, ctx.consumerOffsets.offsetsOf(group, t), (q, brokerOffset, committed) => {
       const consumerOffset = Math.max(0, committed);
       const ts = consumerOffset > 0 ? storeTimeAt(ctx, t, q, consumerOffset - 1) : 0;
-      out.push([mqJson(t, ctx.settings.brokerName, q), { brokerOffset, consumerOffset, lastTimestamp: Math.max(0, ts) }]);
+      const pullOffset = consumerOffset + (pop?.inflight(t, group, q) ?? 0);
+      out.push([mqJson(t, ctx.settings.brokerName, q), { brokerOffset, consumerOffset, lastTimestamp: Math.max(0, ts), pullOffset }]);
     });
   }
   return out;

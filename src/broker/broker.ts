@@ -54,6 +54,7 @@ import { clientsView, trafficCounters, type ClientsView, type TrafficCounters } 
 import { ReplicaRole, type ReplicationInfo } from "./replica-role.ts";
 import { PopService } from "./pop/pop-service.ts";
 import { PopLongPolling } from "./pop/pop-long-polling.ts";
+import { popConsumption, type PopConsumption } from "./pop/pop-view.ts";
 import { PopMessageProcessor } from "./processors/pop-message.ts";
 import { AckMessageProcessor } from "./processors/ack-message.ts";
 import { MessageRequestModeManager } from "./message-request-mode.ts";
@@ -164,6 +165,11 @@ export interface BrokerInfo {
   transactions(): TransactionStats;
   /** Requests by code over the listen and VIP ports (counts, response codes, latency histogram). */
   requestStats(): RequestStatsSnapshot;
+  /**
+   * POP consumption per (topic, group) consuming by POP or with messages in flight (of `group`
+   * only, when given): in flight, ready, and each checkpoint's invisible-until (./pop/pop-view.ts).
+   */
+  popConsumption(group?: string): PopConsumption[];
   /** What GET /metrics reads, in one call from memory (contract: ./metrics-state.ts). */
   metrics(): BrokerMetricsState;
   /** The admin operations (writes, test sends, message queries) of the admin API: ./admin-api.ts. */
@@ -446,6 +452,7 @@ export class BrokerController {
     const send = new SendMessageProcessor(ctx, schedule, tx);
     // The admin API's operations run the processors' own functions (one implementation).
     this.#admin = brokerAdmin(ctx, send, this.#o.configAccess);
+    const pop = this.#popProcessors(ctx);
     const processors: [readonly number[], RequestProcessor][] = [
       [SendMessageProcessor.CODES, send],
       [ReplyMessageProcessor.CODES, new ReplyMessageProcessor(ctx)],
@@ -455,11 +462,11 @@ export class BrokerController {
       [ConsumerManageProcessor.CODES, new ConsumerManageProcessor(ctx)],
       [TopicAdminProcessor.CODES, new TopicAdminProcessor(ctx)],
       [QueryMessageProcessor.CODES, new QueryMessageProcessor(ctx)],
-      [AdminProcessor.CODES, new AdminProcessor(ctx, ctx.stats, undefined, this.#o.configAccess)],
+      [AdminProcessor.CODES, new AdminProcessor(ctx, ctx.stats, undefined, this.#o.configAccess, this.#pop?.table)],
       [BrokerToClientProcessor.CODES, new BrokerToClientProcessor(ctx)],
       [AclAdminProcessor.CODES, new AclAdminProcessor(ctx, this.#acl)],
       [EpochCacheProcessor.CODES, new EpochCacheProcessor(() => this.#role.epochCache())],
-      ...this.#popProcessors(ctx),
+      ...pop,
       [QueryAssignmentProcessor.CODES, new QueryAssignmentProcessor(ctx, this.#topicRoutes(ctx))],
     ];
     for (const [codes, p] of processors) {
@@ -768,7 +775,13 @@ export class BrokerController {
     },
     requestStats: () => this.#requestStats.snapshot(),
     metrics: () =>
-      brokerMetricsState(this.#need(), this.#metricsTimes, { listen: this.#server.connectionCount, vip: this.#vipServer.connectionCount }),
+      brokerMetricsState(
+        this.#need(),
+        this.#metricsTimes,
+        { listen: this.#server.connectionCount, vip: this.#vipServer.connectionCount },
+        this.#pop?.table,
+      ),
+    popConsumption: (group) => popConsumption(this.#need(), this.#pop?.table, group),
     admin: () => {
       if (!this.#admin) throw new Error("broker not started");
       return this.#admin;

@@ -18,6 +18,7 @@ export type {
   TopicKind,
 } from "./metrics-state.ts";
 export type { BrokerStatsSnapshot } from "./stats.ts";
+export type { PopConsumption, PopCheckpointView } from "./pop/pop-view.ts";
 export type { ClientsView, ClientConnectionView, ConsumerGroupView, TrafficCounters } from "./dashboard-info.ts";
 export { AUTO_CREATE_TOPIC, DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX, isNotAllowedSendTopic } from "../protocol/topics.ts";
 export type { TopicConfig } from "../protocol/topics.ts";

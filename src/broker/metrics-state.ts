@@ -3,18 +3,20 @@
  * call of BrokerInfo.metrics(): plain numbers; the metric names and labels are the admin layer's.
  *
  * Cost of a call, the contract the scrape relies on:
- *   - O(topics + groups + offset entries + the read queues of each group's topics), all from
- *     memory: the ConsumeQueues' min/max offsets, the offset table, the stats items, the client
+ *   - O(topics + groups + offset entries + POP checkpoints in flight + the read queues of each
+ *     group's topics), all from memory: the ConsumeQueues' min/max offsets, the offset table, the stats items, the client
  *     registries. No file is read and nothing waits.
  *   - One exception: the store time of the first unconsumed message of each queue that has a
  *     backlog (for the lag latency). It is remembered per queue with the offset it belongs to, so
  *     a queue whose consumer did not move since the last call costs a Map lookup; only queues whose
- *     offset moved read one record header (through the mapping, src/commitlog/).
+ *     offset moved read one record header (through the mapping, src/commitlog/). A queue with POP
+ *     messages in flight remembers its oldest one's time the same way.
  *
  * The (group, topic) pairs are rocketmq-exporter's: every topic a group has committed offsets for
  * or an online consumer of it subscribes to (QUERY_TOPIC_CONSUME_BY_WHO), each reported as
  * GET_CONSUME_STATS reports it (admin-bodies.ts: the same two functions answer both). A group's
- * `%DLQ%` topic, which the exporter never reaches, is added when it exists.
+ * `%DLQ%` topic, which the exporter never reaches, is added when it exists; so are the pairs that
+ * consume by POP (./pop/pop-view.ts) and their POP retry topics.
  */
 import { OUR_VERSION } from "../remoting/index.ts";
 import {
@@ -37,6 +39,8 @@ import type { ConsumerGroupInfo } from "./client-manager.ts";
 import type { BrokerContext, BrokerSettings } from "./context.ts";
 import { StatsName, type BrokerStatsSnapshot } from "./stats.ts";
 import type { BrokerStatsItem } from "../protocol/admin-bodies.ts";
+import { popNormalTopic, popRetryTopic } from "../protocol/pop.ts";
+import { isPopConsumed, PopInflightIndex, popPairs, readyInQueue, type InflightSource } from "./pop/pop-view.ts";
 
 /** normal: a topic of its own; retry: `%RETRY%<group>`; dlq: `%DLQ%<group>`. */
 export type TopicKind = "normal" | "retry" | "dlq";
@@ -55,12 +59,24 @@ export interface GroupTopicMetrics {
   diff: number;
   /** Σ of the group's offsets, a missing one 0 (ConsumeStats consumerOffset). */
   consumerOffset: number;
-  /** RocketMQ 5.x ConsumerLagCalculator: as diff, but a queue without a committed offset counts 0. */
+  /**
+   * RocketMQ 5.x ConsumerLagCalculator: ready + inflight; for a PULL group as diff, but a queue
+   * without a committed offset counts 0.
+   */
   lag: number;
   /** Store time (ms) of the oldest message not consumed yet, over the queues diff counts; 0: none. */
   earliestUnconsumedMs: number;
-  /** The same over the queues lag counts (5.x: committed offset present and still in the queue). */
+  /** The same over the queues lag counts (5.x: committed offset present and still in the queue), POP messages in flight included. */
   earliestUnconsumedCommittedMs: number;
+  /** The group consumes the topic by POP (./pop/pop-view.ts isPopConsumed); for its POP retry topic, `retryOf` names the topic. */
+  pop: boolean;
+  retryOf?: string;
+  /** POP messages in flight (0 for a PULL group: RocketMQ's pull offset is its committed one). */
+  inflight: number;
+  /** Messages after the committed offset: what the next pulls or pops hand out (./pop/pop-view.ts readyInQueue). */
+  ready: number;
+  /** Store time (ms) of the first of them, over the queues ready counts; 0: none (5.x queueing latency). */
+  earliestUnpulledMs: number;
 }
 
 export interface TopicMetrics {
@@ -159,12 +175,14 @@ export class StoreTimeCache {
   #prev = new Map<string, Map<number, { offset: number; time: number }>>();
   #next = new Map<string, Map<number, { offset: number; time: number }>>();
 
-  get(ctx: BrokerContext, topic: string, queueId: number, offset: number): number {
-    let e = this.#prev.get(topic)?.get(queueId) ?? this.#next.get(topic)?.get(queueId);
+  /** `slot` 1: the queue's oldest POP message in flight, remembered apart from its first unconsumed one (slot 0). */
+  get(ctx: BrokerContext, topic: string, queueId: number, offset: number, slot: 0 | 1 = 0): number {
+    const key = queueId * 2 + slot;
+    let e = this.#prev.get(topic)?.get(key) ?? this.#next.get(topic)?.get(key);
     if (!e || e.offset !== offset) e = { offset, time: storeTimeAt(ctx, topic, queueId, offset) };
     let byQueue = this.#next.get(topic);
     if (!byQueue) this.#next.set(topic, (byQueue = new Map()));
-    byQueue.set(queueId, e);
+    byQueue.set(key, e);
     return e.time;
   }
 
@@ -182,8 +200,10 @@ function groupTopic(
   group: string,
   tc: TopicConfig,
   online: ConsumerGroupInfo | undefined,
+  pop: PopInflightIndex,
 ): GroupTopicMetrics {
   const topic = tc.topicName;
+  const normal = popNormalTopic(topic, group);
   const m: GroupTopicMetrics = {
     group,
     topic,
@@ -196,30 +216,46 @@ function groupTopic(
     lag: 0,
     earliestUnconsumedMs: 0,
     earliestUnconsumedCommittedMs: 0,
+    pop: isPopConsumed(ctx, pop, topic, group),
+    ...(normal !== topic ? { retryOf: normal } : {}),
+    inflight: 0,
+    ready: 0,
+    earliestUnpulledMs: 0,
   };
-  let earliest = Infinity;
-  let earliestCommitted = Infinity;
+  const earliest = { all: Infinity, unpulled: Infinity, inflight: Infinity };
+  const keep = (k: keyof typeof earliest, t: number) => {
+    if (t > 0) earliest[k] = Math.min(earliest[k], t);
+  };
   forEachConsumeQueue(ctx, tc, ctx.consumerOffsets.offsetsOf(group, topic), (q, brokerOffset, committed) => {
     const consumerOffset = Math.max(0, committed);
     m.diff += brokerOffset - consumerOffset;
     m.consumerOffset += consumerOffset;
-    if (committed >= 0) m.lag += Math.max(0, brokerOffset - committed);
-    if (consumerOffset >= brokerOffset) return;
+    const min = ctx.store.getMinOffsetInQueue(topic, q);
     // The first message not consumed: below the queue's minimum it was deleted, so the minimum.
-    const first = Math.max(consumerOffset, ctx.store.getMinOffsetInQueue(topic, q));
-    if (first >= brokerOffset) return;
-    const t = times.get(ctx, topic, q, first);
-    if (t <= 0) return;
-    earliest = Math.min(earliest, t);
-    if (committed === first) earliestCommitted = Math.min(earliestCommitted, t);
+    const first = Math.max(consumerOffset, min);
+    if (first < brokerOffset) keep("all", times.get(ctx, topic, q, first));
+    const ready = m.pop
+      ? readyInQueue(ctx, topic, q, committed, m.retryOf !== undefined)
+      : committed >= 0
+        ? Math.max(0, brokerOffset - committed)
+        : 0;
+    const inflight = m.pop ? pop.queues(topic, group)?.get(q) : undefined;
+    m.ready += ready;
+    m.inflight += inflight?.count ?? 0;
+    m.lag += ready + (inflight?.count ?? 0);
+    // The next message handed out; one below the queue's minimum was deleted and has no time.
+    if (ready > 0 && brokerOffset - ready >= min) keep("unpulled", times.get(ctx, topic, q, brokerOffset - ready));
+    if (inflight) keep("inflight", times.get(ctx, topic, q, inflight.lowestOffset, 1));
   });
-  if (earliest !== Infinity) m.earliestUnconsumedMs = earliest;
-  if (earliestCommitted !== Infinity) m.earliestUnconsumedCommittedMs = earliestCommitted;
+  if (earliest.all !== Infinity) m.earliestUnconsumedMs = earliest.all;
+  if (earliest.unpulled !== Infinity) m.earliestUnpulledMs = earliest.unpulled;
+  const committed = Math.min(earliest.unpulled, earliest.inflight);
+  if (committed !== Infinity) m.earliestUnconsumedCommittedMs = committed;
   return m;
 }
 
 /** Every (group, topic) pair of the file's header, sorted by group then topic. */
-function groupTopics(ctx: BrokerContext, times: StoreTimeCache): GroupTopicMetrics[] {
+function groupTopics(ctx: BrokerContext, times: StoreTimeCache, pop: PopInflightIndex): GroupTopicMetrics[] {
   const pairs = new Map<string, Set<string>>();
   const add = (group: string, topic: string) => {
     let s = pairs.get(group);
@@ -228,17 +264,21 @@ function groupTopics(ctx: BrokerContext, times: StoreTimeCache): GroupTopicMetri
   };
   ctx.consumerOffsets.forEachEntry((topic, group) => add(group, topic));
   for (const g of ctx.consumers.groups()) for (const topic of g.subscriptions.keys()) add(g.groupName, topic);
+  for (const p of popPairs(ctx, pop)) {
+    add(p.group, p.topic);
+    if (ctx.topics.get(popRetryTopic(p.topic, p.group))) add(p.group, popRetryTopic(p.topic, p.group));
+  }
   const out: GroupTopicMetrics[] = [];
   for (const group of [...pairs.keys()].sort()) {
     const online = ctx.consumers.group(group);
     for (const topic of [...pairs.get(group)!].sort()) {
       if (topic.startsWith(DLQ_GROUP_TOPIC_PREFIX)) continue;
       const tc = consumeStatsTopic(ctx, group, topic, online);
-      if (tc && tc.readQueueNums > 0) out.push(groupTopic(ctx, times, group, tc, online));
+      if (tc && tc.readQueueNums > 0) out.push(groupTopic(ctx, times, group, tc, online, pop));
     }
     // A DLQ topic is nobody's subscription: counted whether or not an online group names it.
     const dlq = ctx.topics.get(dlqTopic(group));
-    if (dlq && dlq.readQueueNums > 0) out.push(groupTopic(ctx, times, group, dlq, online));
+    if (dlq && dlq.readQueueNums > 0) out.push(groupTopic(ctx, times, group, dlq, online, pop));
   }
   times.roll();
   return out;
@@ -326,8 +366,13 @@ function clients(ctx: BrokerContext): Pick<BrokerMetricsState, "consumers" | "pr
   return { consumers, producers };
 }
 
-/** The whole state for one scrape (contract at the top of this file). */
-export function brokerMetricsState(ctx: BrokerContext, times: StoreTimeCache, connections: { listen: number; vip: number }): BrokerMetricsState {
+/** The whole state for one scrape (contract at the top of this file); `pop`: the POP in-flight table. */
+export function brokerMetricsState(
+  ctx: BrokerContext,
+  times: StoreTimeCache,
+  connections: { listen: number; vip: number },
+  pop?: InflightSource,
+): BrokerMetricsState {
   const s = ctx.store;
   return {
     nowMs: ctx.now(),
@@ -346,7 +391,7 @@ export function brokerMetricsState(ctx: BrokerContext, times: StoreTimeCache, co
       earliestMessageTimeMs: s.getEarliestMessageTimeOverall(),
     },
     topics: topicOffsets(ctx),
-    groups: groupTopics(ctx, times),
+    groups: groupTopics(ctx, times, new PopInflightIndex(pop)),
     ...statsItems(ctx),
     ...clients(ctx),
     connections,

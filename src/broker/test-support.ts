@@ -9,7 +9,8 @@
  * metadata managers do not take the disk seam.
  *
  * Also here: request builders as the clients write them (SEND_MESSAGE_V2 with one-letter fields,
- * SEND_MESSAGE with the long ones, PULL_MESSAGE, HEART_BEAT, UPDATE_AND_CREATE_TOPIC) and a decoder
+ * SEND_MESSAGE with the long ones, PULL_MESSAGE, POP_MESSAGE and ACK_MESSAGE with the receipt
+ * handles a 5.3 client builds, HEART_BEAT, UPDATE_AND_CREATE_TOPIC) and a decoder
  * for pull bodies; and the record of the request codes each fixture broker served (FIXTURE_CODES_ENV).
  */
 import { appendFileSync, mkdtempSync, rmSync } from "node:fs";
@@ -19,7 +20,8 @@ import { SimClock, type ClockView } from "../common/sim-clock.ts";
 import type { Logger } from "../common/log.ts";
 import type { StoreDisk } from "../commitlog/disk.ts";
 import type { HaTransport } from "../ha/index.ts";
-import { decodeRecordAt, encodeMessageBatch, encodeProperties, javaStringHashCode, type DecodedRecord } from "../commitlog/index.ts";
+import { decodeRecordAt, encodeMessageBatch, encodeProperties, javaStringHashCode, parseProperties, type DecodedRecord } from "../commitlog/index.ts";
+import { popRetryTopic } from "../protocol/pop.ts";
 import { defaultConfig, type Config } from "../config/schema.ts";
 import {
   createRequest,
@@ -324,6 +326,71 @@ export function pullRequest(topic: string, o: PullOptions = {}): RemotingCommand
   if (o.subscription !== undefined) ext.subscription = o.subscription;
   else if (sysFlag & PULL_SUBSCRIPTION) ext.subscription = "*";
   return createRequest(RequestCode.PULL_MESSAGE, ext);
+}
+
+export interface PopOptions {
+  queueId?: number;
+  max?: number;
+  invisibleTime?: number;
+  pollTime?: number;
+  exp?: string;
+  initMode?: number;
+}
+
+/** POP_MESSAGE as the 5.3 client sends it (TAG expression, order false); bornTime `now`. */
+export function popMessageRequest(group: string, topic: string, now: number, o: PopOptions = {}): RemotingCommand {
+  return createRequest(RequestCode.POP_MESSAGE, {
+    consumerGroup: group,
+    topic,
+    queueId: String(o.queueId ?? -1),
+    maxMsgNums: String(o.max ?? 32),
+    invisibleTime: String(o.invisibleTime ?? 60_000),
+    pollTime: String(o.pollTime ?? 0),
+    bornTime: String(now),
+    initMode: String(o.initMode ?? 0),
+    expType: "TAG",
+    exp: o.exp ?? "*",
+    order: "false",
+  });
+}
+
+/** A popped message's receipt handle and the topic an ack names (the POP retry topic for a retried one). */
+export interface PoppedHandle {
+  ackTopic: string;
+  queueId: number;
+  offset: number;
+  extraInfo: string;
+}
+
+/** The handles the 5.3 client builds from a pop answer (MQClientAPIImpl.processPopResponse). */
+export function poppedHandles(res: RemotingCommand, group: string, brokerName = "broker-a"): PoppedHandle[] {
+  const ext = res.extFields ?? {};
+  const start = new Map(
+    (ext.startOffsetInfo ?? "").split(";").map((e) => {
+      const [r, q, o] = e.split(" ");
+      return [`${r}@${q}`, Number(o)];
+    }),
+  );
+  return pulledRecords(res).map((rec) => {
+    const ck = parseProperties(rec.properties).POP_CK;
+    if (ck !== undefined) {
+      const retry = ck.split(" ")[4] === "1";
+      return { ackTopic: retry ? popRetryTopic(rec.topic, group) : rec.topic, queueId: rec.queueId, offset: rec.queueOffset, extraInfo: ck };
+    }
+    const so = start.get(`0@${rec.queueId}`);
+    const extraInfo = `${so} ${ext.popTime} ${ext.invisibleTime} ${ext.reviveQid} 0 ${brokerName} ${rec.queueId} ${rec.queueOffset}`;
+    return { ackTopic: rec.topic, queueId: rec.queueId, offset: rec.queueOffset, extraInfo };
+  });
+}
+
+export function ackMessageRequest(group: string, h: PoppedHandle): RemotingCommand {
+  return createRequest(RequestCode.ACK_MESSAGE, {
+    consumerGroup: group,
+    topic: h.ackTopic,
+    queueId: String(h.queueId),
+    extraInfo: h.extraInfo,
+    offset: String(h.offset),
+  });
 }
 
 /** HEART_BEAT of one client: a consumer group with TAG subscriptions and/or a producer group. */

@@ -8,7 +8,7 @@
  *   GET_TOPIC_STATS_INFO (202)           {"offsetTable":{{mq}:TopicOffset}}
  *     TopicOffset                        {"lastUpdateTimestamp":ms,"maxOffset":n,"minOffset":n}
  *   GET_CONSUME_STATS (208)              {"consumeTps":x,"offsetTable":{{mq}:OffsetWrapper}}
- *     OffsetWrapper                      {"brokerOffset":n,"consumerOffset":n,"lastTimestamp":ms}
+ *     OffsetWrapper                      {"brokerOffset":n,"consumerOffset":n,"lastTimestamp":ms,"pullOffset":n}
  *   GET_CONSUMER_CONNECTION_LIST (203),
  *   GET_PRODUCER_CONNECTION_LIST (204)   {"connectionSet":[ClientConnection,…],…}
  *     ClientConnection                   {"clientAddr":"ip:port","clientId":s,"language":s,"version":n}
@@ -31,6 +31,12 @@ export interface OffsetWrapper {
   brokerOffset: number;
   consumerOffset: number;
   lastTimestamp: number;
+  /**
+   * RocketMQ 5.x: mqadmin 5.3.3 consumerProgress prints pullOffset − consumerOffset as #Inflight.
+   * RocketBun: consumerOffset plus the queue's POP messages in flight (docs/PROTOCOL.md §3.15).
+   * Absent from a 4.x broker.
+   */
+  pullOffset?: number;
 }
 
 /** A client connection in a `connectionSet` (Java `Connection`). */

@@ -264,8 +264,8 @@ describe("broker binary: query and admin requests", () => {
       expect(cs.consumeTps).toBe(0);
       const rows = [...cs.offsetTable].sort(([a], [z]) => a.queueId - z.queueId).map(([mq, v]) => [mq.topic, mq.queueId, v]);
       expect(rows).toEqual([
-        [TOPIC, 0, { brokerOffset: 3, consumerOffset: 2, lastTimestamp: second.storeTimestamp }],
-        [TOPIC, 1, { brokerOffset: 0, consumerOffset: 0, lastTimestamp: 0 }],
+        [TOPIC, 0, { brokerOffset: 3, consumerOffset: 2, lastTimestamp: second.storeTimestamp, pullOffset: 2 }],
+        [TOPIC, 1, { brokerOffset: 0, consumerOffset: 0, lastTimestamp: 0, pullOffset: 0 }],
       ]);
     }
     const unknownTopic = objectKeyed(await call(c, b.addr, RequestCode.GET_CONSUME_STATS, { consumerGroup: "CG1", topic: "NoSuchTopic" }));

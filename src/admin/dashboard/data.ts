@@ -53,9 +53,10 @@ export function topicRows(b: BrokerInfo, all: boolean, h: SampleHistory | undefi
 
 export function groupRows(b: BrokerInfo): GroupRow[] {
   const online = new Map(b.clients().consumers.map((g) => [g.group, g]));
+  const pop = Map.groupBy(b.popConsumption(), (p) => p.group);
   return b.consumerGroups().map((group) => {
     const g = online.get(group);
-    return { group, queues: b.groupOffsets(group), ...(g ? { online: g } : {}) };
+    return { group, queues: b.groupOffsets(group), pop: pop.get(group) ?? [], ...(g ? { online: g } : {}) };
   });
 }
 

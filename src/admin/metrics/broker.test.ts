@@ -1,10 +1,19 @@
 /**
  * GET /metrics of an in-process broker (src/broker/test-support.ts, simulated time) with a known
- * backlog: the exporter's and RocketMQ 5.x's lag figures, offsets, traffic counters, the store-time
- * latencies, the name server's part, and the admin token.
+ * backlog: the exporter's and RocketMQ 5.x's lag figures (a POP group's in flight and ready too),
+ * offsets, traffic counters, the store-time latencies, the name server's part, and the admin token.
  */
 import { describe, expect, test } from "bun:test";
-import { createTopicRequest, heartbeatRequest, InProcessBroker, pullRequest, sendV2Request } from "../../broker/test-support.ts";
+import {
+  ackMessageRequest,
+  createTopicRequest,
+  heartbeatRequest,
+  InProcessBroker,
+  popMessageRequest,
+  poppedHandles,
+  pullRequest,
+  sendV2Request,
+} from "../../broker/test-support.ts";
 import type { NamesrvInfo } from "../../namesrv/index.ts";
 import { createRequest, RequestCode, ResponseCode } from "../../remoting/index.ts";
 import { buildAdminApp } from "../app.ts";
@@ -112,6 +121,41 @@ describe("GET /metrics on a broker", () => {
     const rpc = samplesOf(p, "rocketmq_rpc_latency_milliseconds_count", { node_type: "broker", request_code: "pull_message" });
     expect(rpc.map((s) => s.value)).toEqual([1]);
     expect(one(p, "rocketbun_requests_total", { node_type: "broker", request_code: "send_message_v2", response_code: "success" })).toBe(15);
+  });
+
+  test("a POP group: in flight, ready, lag = ready + in flight, the queueing latency, its POP retry topic with is_retry; a PULL group's ready = its lag", async () => {
+    await using b = InProcessBroker.start();
+    await backlog(b);
+    // GP pops 2 of queue 0's 3 (stored at t0 + 1 s) at t0 + 2 s, then one comes back into %RETRY%GP_T.
+    const popped = poppedHandles(await b.ok(popMessageRequest("GP", "T", b.sim.now, { queueId: 0, max: 2, invisibleTime: 10_000 })), "GP");
+    await b.ok(ackMessageRequest("GP", popped[0]!));
+    await b.advance(3000);
+    const v5 = { cluster: "DefaultCluster", node_type: "broker", node_id: "broker-a", topic: "T", consumer_group: "GP", is_system: "false" };
+    let p = await scrape(b);
+    const topic = { ...v5, is_retry: "false" };
+    expect(one(p, "rocketmq_consumer_inflight_messages", topic)).toBe(1);
+    expect(one(p, "rocketmq_consumer_ready_messages", topic)).toBe(1);
+    expect(one(p, "rocketmq_consumer_lag_messages", topic)).toBe(2);
+    // The oldest unconsumed is the one in flight (offset 1), the first ready offset 2: both stored at t0 + 1 s.
+    expect(one(p, "rocketmq_consumer_lag_latency_milliseconds", topic)).toBe(4000);
+    expect(one(p, "rocketmq_consumer_queueing_latency_milliseconds", topic)).toBe(4000);
+    // No retry topic yet: Java's zeros.
+    const retry = { ...v5, is_retry: "true" };
+    for (const name of ["inflight", "ready", "lag"]) expect(one(p, `rocketmq_consumer_${name}_messages`, retry)).toBe(0);
+    await b.advance(10_000);
+    p = await scrape(b);
+    expect(one(p, "rocketmq_consumer_inflight_messages", topic)).toBe(0);
+    expect(one(p, "rocketmq_consumer_ready_messages", retry)).toBe(1);
+    expect(one(p, "rocketmq_consumer_lag_messages", retry)).toBe(1);
+    expect(one(p, "rocketmq_consumer_queueing_latency_milliseconds", retry)).toBeGreaterThan(0);
+    expect(samplesOf(p, "rocketmq_consumer_ready_messages", { topic: "%RETRY%GP_T" })).toEqual([]);
+    // The PULL group G of the backlog: nothing in flight, ready = lag, queueing latency = lag latency.
+    const pull = { ...v5, consumer_group: "G", is_retry: "false" };
+    expect(one(p, "rocketmq_consumer_inflight_messages", pull)).toBe(0);
+    expect(one(p, "rocketmq_consumer_ready_messages", pull)).toBe(2);
+    expect(one(p, "rocketmq_consumer_lag_messages", pull)).toBe(2);
+    expect(one(p, "rocketmq_consumer_queueing_latency_milliseconds", pull)).toBe(one(p, "rocketmq_consumer_lag_latency_milliseconds", pull));
+    expect(samplesOf(p, "rocketmq_consumer_lag_messages", { consumer_group: "G", is_retry: "true" })).toEqual([]);
   });
 
   test("the admin token guards /metrics like every endpoint but /health", async () => {

@@ -7,12 +7,14 @@
  *                        latency only for CLUSTERING groups; rates are the stats items' last
  *                        minute rounded to 2 decimals (Utils.getFixedDouble), send-backs the
  *                        minute's sum; topic rates skip %RETRY% and %DLQ% topics.
- *   RocketMQ 5.x         lag over the queues with a committed offset (ConsumerLagCalculator),
- *                        retry and DLQ topics not counted in messages in/out, counters since start.
+ *   RocketMQ 5.x         lag, ready, in flight over the queues with a committed offset
+ *                        (ConsumerLagCalculator: a POP group's lag is ready + in flight, and its
+ *                        POP retry topic is reported again with is_retry), retry and DLQ topics
+ *                        not counted in messages in/out, counters since start.
  */
 import type { BrokerMetricsState, GroupTopicMetrics, ReplicationInfo, TransactionStats } from "../../broker/index.ts";
 import type { Exposition, Labels } from "./exposition.ts";
-import { EXPORTER, OWN, RUNTIME, V5 } from "./families.ts";
+import { EXPORTER, OWN, RUNTIME, V5, type Family } from "./families.ts";
 
 /** Java DecimalFormat("#.##"), the exporter's rounding of rates. */
 function fixed2(v: number): number {
@@ -127,21 +129,45 @@ function v5Traffic(x: Exposition, s: BrokerMetricsState, now: number): void {
   const labels = (g: (typeof gets)[number]): Labels => ({ ...node, topic: g.topic, consumer_group: g.group, is_system: String(g.system) });
   for (const g of gets) if (g.nums) x.sample(V5.messagesOut, labels(g), g.nums.total);
   for (const g of gets) if (g.size) x.sample(V5.throughputOut, labels(g), g.size.total);
-  const lagging = s.groups.filter((g) => g.kind === "normal");
-  const lagLabels = (g: GroupTopicMetrics): Labels => ({
-    ...node,
-    topic: g.topic,
-    consumer_group: g.group,
-    is_retry: "false",
-    is_system: String(g.system),
-  });
-  for (const g of lagging) x.sample(V5.lagMessages, lagLabels(g), g.lag);
-  for (const g of lagging) x.sample(V5.lagLatency, lagLabels(g), sinceMs(now, g.earliestUnconsumedCommittedMs));
+  v5Consumers(x, s, now);
   const store = s.store;
   const storage: Labels = { ...node, storage_type: "local", storage_medium: "disk" };
   x.sample(V5.flushBehind, storage, Math.max(0, store.maxPhyOffset - store.flushedOffset));
   x.sample(V5.dispatchBehind, storage, Math.max(0, store.maxPhyOffset - store.dispatchedOffset));
   if (store.earliestMessageTimeMs > 0) x.sample(V5.reserveTime, storage, sinceMs(now, store.earliestMessageTimeMs));
+}
+
+/** A POP group's retry topic that was never created: Java reports its gauges as 0. */
+function emptyRetry(g: GroupTopicMetrics): GroupTopicMetrics {
+  return { ...g, lag: 0, inflight: 0, ready: 0, earliestUnconsumedCommittedMs: 0, earliestUnpulledMs: 0 };
+}
+
+/**
+ * ConsumerLagCalculator's gauges for every (topic, group); a POP group's again for its POP retry
+ * topic, under the topic it retries with is_retry true.
+ */
+function v5Consumers(x: Exposition, s: BrokerMetricsState, now: number): void {
+  const node = nodeLabels(s);
+  const retries = new Map(s.groups.filter((g) => g.pop && g.retryOf !== undefined).map((g) => [`${g.retryOf}@${g.group}`, g]));
+  const rows: [GroupTopicMetrics, boolean][] = [];
+  for (const g of s.groups) {
+    if (g.kind !== "normal") continue;
+    rows.push([g, false]);
+    if (g.pop) rows.push([{ ...(retries.get(`${g.topic}@${g.group}`) ?? emptyRetry(g)), system: g.system }, true]);
+  }
+  const labeled = rows.map(([g, isRetry]): [GroupTopicMetrics, Labels] => [
+    g,
+    { ...node, topic: g.retryOf ?? g.topic, consumer_group: g.group, is_retry: String(isRetry), is_system: String(g.system) },
+  ]);
+  // One family at a time: the text format wants each family's samples together.
+  const values: [Family, (g: GroupTopicMetrics) => number][] = [
+    [V5.lagMessages, (g) => g.lag],
+    [V5.lagLatency, (g) => sinceMs(now, g.earliestUnconsumedCommittedMs)],
+    [V5.inflightMessages, (g) => g.inflight],
+    [V5.readyMessages, (g) => g.ready],
+    [V5.queueingLatency, (g) => sinceMs(now, g.earliestUnpulledMs)],
+  ];
+  for (const [f, value] of values) for (const [g, labels] of labeled) x.sample(f, labels, value(g));
 }
 
 /** ConsumeType to 5.x's consume_mode (ConsumeType.getTypeCN, lower case). */

@@ -122,6 +122,7 @@ describe("the families (the closed set of names)", () => {
         "rocketmq_broker_qps",
         "rocketmq_broker_tps",
         "rocketmq_consumer_lag_latency_milliseconds",
+        "rocketmq_consumer_queueing_latency_milliseconds",
         "rocketmq_group_count",
         "rocketmq_group_diff",
         "rocketmq_group_dlqdiff",

@@ -41,6 +41,8 @@ export const BROKER_RUNTIME_LABELS = ["cluster", "brokerIP", "brokerHost", "des"
 /** RocketMQ 5.x's labels on every broker metric. */
 export const NODE_LABELS = ["cluster", "node_type", "node_id"] as const;
 const STORAGE = [...NODE_LABELS, "storage_type", "storage_medium"] as const;
+/** ConsumerLagCalculator's gauges: topic is the one consumed, also for its POP retry topic (is_retry true). */
+const CONSUMER_LAG = [...NODE_LABELS, "topic", "consumer_group", "is_retry", "is_system"] as const;
 
 /** 1. rocketmq-exporter. */
 export const EXPORTER = {
@@ -160,14 +162,32 @@ export const V5 = {
   lagMessages: family(
     "rocketmq_consumer_lag_messages",
     "gauge",
-    [...NODE_LABELS, "topic", "consumer_group", "is_retry", "is_system"],
-    "Messages not consumed yet, over the queues the group has committed an offset for",
+    CONSUMER_LAG,
+    "Messages not consumed yet, over the queues the group has committed an offset for: ready plus in flight (is_retry: the POP retry topic)",
   ),
   lagLatency: family(
     "rocketmq_consumer_lag_latency_milliseconds",
     "gauge",
-    [...NODE_LABELS, "topic", "consumer_group", "is_retry", "is_system"],
-    "Milliseconds since the oldest message not consumed yet was stored (0 when caught up)",
+    CONSUMER_LAG,
+    "Milliseconds since the oldest message not consumed yet (in flight or ready) was stored (0 when caught up)",
+  ),
+  inflightMessages: family(
+    "rocketmq_consumer_inflight_messages",
+    "gauge",
+    CONSUMER_LAG,
+    "POP messages handed out and neither acked nor back yet (0 for a group that pulls)",
+  ),
+  readyMessages: family(
+    "rocketmq_consumer_ready_messages",
+    "gauge",
+    CONSUMER_LAG,
+    "Messages after the committed offset, what the next pulls or pops hand out",
+  ),
+  queueingLatency: family(
+    "rocketmq_consumer_queueing_latency_milliseconds",
+    "gauge",
+    CONSUMER_LAG,
+    "Milliseconds since the first ready message was stored (0 when none is ready)",
   ),
   producerConnections: family(
     "rocketmq_producer_connections",

@@ -25,6 +25,28 @@ const BrokerSchema = z
 
 const QueueOffsets = z.object({ queueId: Int, minOffset: Int, maxOffset: Int });
 const GroupOffsets = z.object({ topic: z.string(), queueId: Int, consumerOffset: SignedInt, brokerOffset: Int, lag: Int });
+const PopConsumptionSchema = z
+  .object({
+    group: z.string(),
+    topic: z.string().openapi({ description: "the topic consumed (for isRetry: the one its POP retry topic retries)" }),
+    isRetry: z.boolean(),
+    queueTopic: z.string().openapi({ description: "the topic the queues belong to: topic, or %RETRY%{group}_{topic}" }),
+    mode: z.enum(["PULL", "POP"]).openapi({ description: "the (topic, group)'s entry of the mode table (PULL when none)" }),
+    inflight: Int.openapi({ description: "messages popped and neither acked nor back yet" }),
+    ready: Int.openapi({ description: "messages after the committed offsets, what the next pops hand out" }),
+    checkpoints: z
+      .array(
+        z.object({
+          queueId: Int,
+          startOffset: Int,
+          offsets: z.array(Int).openapi({ description: "queue offsets still in flight" }),
+          popTime: Int,
+          invisibleUntil: Int.openapi({ description: "when the messages not acked by then become visible again (epoch ms)" }),
+        }),
+      )
+      .openapi({ description: "each popped batch still in flight, soonest visible first" }),
+  })
+  .openapi("PopConsumption");
 
 const ReplicationSchema = z
   .object({
@@ -90,10 +112,20 @@ const routes = {
     method: "get",
     path: "/groups/{group}",
     tags,
-    summary: "a group's committed offsets and lag per queue",
+    summary: "a group's committed offsets and lag per queue, and what it consumes by POP (in flight, ready)",
     request: { params: GroupParam },
     responses: {
-      200: json(z.object({ group: z.string(), queues: z.array(GroupOffsets), totalLag: Int }), "the group's offsets"),
+      200: json(
+        z.object({
+          group: z.string(),
+          queues: z.array(GroupOffsets),
+          totalLag: Int.openapi({ description: "Σ of the queues' lag, plus the POP messages in flight" }),
+          pop: z
+            .array(PopConsumptionSchema)
+            .openapi({ description: "per topic consumed by POP, and its POP retry topic; empty for a group that only pulls" }),
+        }),
+        "the group's offsets",
+      ),
       ...errors(400, 404),
     },
   }),
@@ -119,8 +151,10 @@ export function brokerRoutes(info: BrokerInfo): OpenAPIHono {
   app.openapi(routes.group, (c) => {
     const { group } = c.req.valid("param");
     const offsets = info.groupOffsets(group);
-    if (offsets.length === 0 && !info.consumerGroups().includes(group)) throw new ApiError("GROUP_NOT_FOUND", { group });
-    return c.json({ group, queues: offsets, totalLag: offsets.reduce((n, q) => n + q.lag, 0) }, 200);
+    const pop = info.popConsumption(group);
+    if (offsets.length === 0 && pop.length === 0 && !info.consumerGroups().includes(group)) throw new ApiError("GROUP_NOT_FOUND", { group });
+    const totalLag = offsets.reduce((n, q) => n + q.lag, 0) + pop.reduce((n, p) => n + p.inflight, 0);
+    return c.json({ group, queues: offsets, totalLag, pop }, 200);
   });
   return app;
 }

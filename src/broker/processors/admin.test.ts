@@ -144,8 +144,8 @@ describe("topic and consume stats", () => {
     await commit(b, "CG", "T", 0, 2);
     const stats = await b.ok(req(RequestCode.GET_CONSUME_STATS, { consumerGroup: "CG", topic: "T" }));
     expect(byQueue(stats)).toEqual({
-      0: { brokerOffset: 3, consumerOffset: 2, lastTimestamp: stored[1] },
-      1: { brokerOffset: 1, consumerOffset: 0, lastTimestamp: 0 },
+      0: { brokerOffset: 3, consumerOffset: 2, lastTimestamp: stored[1], pullOffset: 2 },
+      1: { brokerOffset: 1, consumerOffset: 0, lastTimestamp: 0, pullOffset: 0 },
     });
     expect(dec.decode(stats.body)).toStartWith('{"consumeTps":0,"offsetTable":');
     // Without a topic: every topic the group has offsets for.

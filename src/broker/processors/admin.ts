@@ -10,7 +10,7 @@
  *   DELETE_SUBSCRIPTIONGROUP (207)              groupName, removeOffset
  *   LOCK_BATCH_MQ (41) / UNLOCK_BATCH_MQ (42)   body {consumerGroup, clientId, mqSet}
  *   GET_TOPIC_STATS_INFO (202)                  topic → TopicStatsTable | TOPIC_NOT_EXIST
- *   GET_CONSUME_STATS (208)                     consumerGroup [, topic] → ConsumeStats
+ *   GET_CONSUME_STATS (208)                     consumerGroup [, topic] → ConsumeStats (pullOffset counts POP messages in flight)
  *   GET_BROKER_CONFIG (26)                      → body "key=value\n" lines, extFields version = DataVersion JSON
  *   UPDATE_BROKER_CONFIG (25)                   body "key=value\n" lines → SUCCESS, or NO_PERMISSION for a
  *                                               key that needs a restart, SYSTEM_ERROR for an unknown key or bad value
@@ -53,6 +53,7 @@ import {
 import type { BrokerConfigAccess } from "../broker.ts";
 import type { BrokerContext, OpRefusal } from "../context.ts";
 import { RebalanceLockManager } from "../rebalance-lock.ts";
+import { PopInflightIndex, type InflightSource } from "../pop/pop-view.ts";
 import { type MessageQueue } from "../../protocol/route.ts";
 import { BrokerStats, StatsName } from "../stats.ts";
 
@@ -129,15 +130,18 @@ export class AdminProcessor implements RequestProcessor {
   readonly #stats: BrokerStats;
   readonly #locks: RebalanceLockManager;
   readonly #config: BrokerConfigAccess | undefined;
+  readonly #pop: InflightSource | undefined;
 
   /**
    * `stats` is the broker's BrokerStats, fed by the send and pull paths; `locks` the rebalance
    * lock table (one per broker; only this processor uses it); `config` reads and changes the
-   * broker configuration (the process's runtime config owns it).
+   * broker configuration (the process's runtime config owns it); `pop` the POP in-flight table
+   * (GET_CONSUME_STATS counts it).
    */
-  constructor(ctx: BrokerContext, stats?: BrokerStats, locks?: RebalanceLockManager, config?: BrokerConfigAccess) {
+  constructor(ctx: BrokerContext, stats?: BrokerStats, locks?: RebalanceLockManager, config?: BrokerConfigAccess, pop?: InflightSource) {
     this.#ctx = ctx;
     this.#config = config;
+    this.#pop = pop;
     this.#stats = stats ?? new BrokerStats({ now: ctx.now });
     this.#locks = locks ?? new RebalanceLockManager({ now: ctx.now });
   }
@@ -269,7 +273,7 @@ export class AdminProcessor implements RequestProcessor {
   /** GET_CONSUME_STATS (the codes this processor owns that no case above names). */
   #consumeStats(cmd: RemotingCommand): RemotingCommand {
     const group = reqString(cmd.extFields, "consumerGroup");
-    const entries = consumeStats(this.#ctx, group, optString(cmd.extFields, "topic"));
+    const entries = consumeStats(this.#ctx, group, optString(cmd.extFields, "topic"), new PopInflightIndex(this.#pop));
     // Java sums each topic's GROUP_GET_NUMS rate over the last minute.
     let tps = 0;
     for (const topic of new Set(entries.map(([mq]) => mq.topic))) tps += this.#stats.items.minuteTps(StatsName.GROUP_GET_NUMS, `${topic}@${group}`);
