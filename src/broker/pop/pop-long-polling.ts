@@ -50,6 +50,8 @@ export class PopLongPolling {
   readonly #byTopic = new Map<string, Set<Entry>>();
   readonly #perKey = new Map<string, number>();
   readonly #watched = new WeakSet<RemotingConnection>();
+  /** Every parked entry by deadline (settled ones are skipped when they surface): the timeout scan is O(due). */
+  readonly #byDeadline: Entry[] = [];
   #total = 0;
   #timer: TimerHandle | null = null;
 
@@ -65,7 +67,7 @@ export class PopLongPolling {
   stop(): void {
     if (this.#timer) this.#o.clock.clearInterval(this.#timer);
     this.#timer = null;
-    for (const e of this.#all()) this.#settle(e, true);
+    for (const e of this.#byDeadline.splice(0)) this.#settle(e, true);
   }
 
   get parkedCount(): number {
@@ -88,6 +90,7 @@ export class PopLongPolling {
     const e: Entry = { ...p, settled: false };
     this.#perKey.set(k, n + 1);
     this.#total++;
+    this.#push(e);
     for (const t of [p.topic, p.retryTopic]) {
       let set = this.#byTopic.get(t);
       if (!set) this.#byTopic.set(t, (set = new Set()));
@@ -125,13 +128,39 @@ export class PopLongPolling {
   }
 
   checkTimeouts(now = this.#o.clock.now()): void {
-    for (const e of this.#all()) if (e.deadline <= now) this.#settle(e, true);
+    const h = this.#byDeadline;
+    while (h.length > 0 && (h[0]!.settled || h[0]!.deadline <= now)) this.#settle(this.#pop(), true);
   }
 
-  #all(): Entry[] {
-    const out = new Set<Entry>();
-    for (const set of this.#byTopic.values()) for (const e of set) out.add(e);
-    return [...out];
+  #push(e: Entry): void {
+    const h = this.#byDeadline;
+    h.push(e);
+    for (let i = h.length - 1; i > 0; ) {
+      const p = (i - 1) >> 1;
+      if (h[p]!.deadline <= h[i]!.deadline) break;
+      [h[p], h[i]] = [h[i]!, h[p]!];
+      i = p;
+    }
+  }
+
+  #pop(): Entry {
+    const h = this.#byDeadline;
+    const top = h[0]!;
+    const last = h.pop()!;
+    if (h.length > 0) {
+      h[0] = last;
+      for (let i = 0; ; ) {
+        const l = 2 * i + 1;
+        const r = l + 1;
+        let m = i;
+        if (l < h.length && h[l]!.deadline < h[m]!.deadline) m = l;
+        if (r < h.length && h[r]!.deadline < h[m]!.deadline) m = r;
+        if (m === i) break;
+        [h[m], h[i]] = [h[i]!, h[m]!];
+        i = m;
+      }
+    }
+    return top;
   }
 
   /** Unparks once: `run` re-runs the request, else (its connection closed) `drop`. */
@@ -154,7 +183,7 @@ export class PopLongPolling {
   }
 
   #dropConnection(conn: RemotingConnection): void {
-    for (const e of this.#all()) if (e.conn === conn) this.#settle(e, false);
+    for (const e of this.#byDeadline) if (e.conn === conn) this.#settle(e, false);
   }
 }
 
