@@ -319,14 +319,40 @@ export async function popDrainWorkload(ctx: Ctx, producer: Producer): Promise<Re
   });
 }
 
+/**
+ * W3p's tail, second by second of the timed window: how many messages took over SLOW_MS and the
+ * slowest, so a report tells one stall (a burst in one second) from a tail spread over the run.
+ */
+class SlowTimeline {
+  static readonly SLOW_MS = 10;
+  readonly slow: number[] = [];
+  readonly max: number[] = [];
+  start = Infinity;
+  on(body: Uint8Array): void {
+    const t = now();
+    if (t < this.start || body.byteLength < 12) return;
+    const dv = new DataView(body.buffer, body.byteOffset, body.byteLength);
+    if (dv.getUint32(8, true) === E2E.WARMUP_SEQ) return;
+    const lat = t - dv.getFloat64(0, true);
+    const s = Math.floor((t - this.start) / 1000);
+    while (this.slow.length <= s) (this.slow.push(0), this.max.push(0));
+    if (lat > SlowTimeline.SLOW_MS) this.slow[s]!++;
+    if (lat > this.max[s]!) this.max[s] = round(lat, 1);
+  }
+}
+
 /** W3p: W3's paced producer and long-polling POP pollers; latency from the body's send stamp to the pop answer. */
 export async function popE2eWorkload(ctx: Ctx, producer: Producer): Promise<Result> {
   const topic = "w3p";
   await createTopics(ctx, [topic]);
   const total = ctx.p.e2eRate * ctx.p.e2eSecs;
   const e2e = new E2E(total);
+  const slow = new SlowTimeline();
   const pollers = startPollers(await popClient(ctx, topic, "bench-w3p"), (ps) => {
-    for (const p of ps) e2e.onBody(p.msg.body);
+    for (const p of ps) {
+      e2e.onBody(p.msg.body);
+      slow.on(p.msg.body);
+    }
   });
   await sleep(500); // every poller's first pop is parked on the broker
   // Un-timed warm-up at the same rate, as W3's: the pop path's long-polling wake-up runs first here.
@@ -338,6 +364,7 @@ export async function popE2eWorkload(ctx: Ctx, producer: Producer): Promise<Resu
   await e2e.waitWarmup(warm.length, 10_000);
   const bodies = randomBodies(total, ctx.p.body);
   const a = startWindow(ctx);
+  slow.start = now();
   const p = await paced(bodies, ctx.p.e2eRate, (b) => producer.send({ topic, body: b }));
   const complete = await e2e.wait(10_000);
   const b = snap(ctx.brokerPid, ctx.dataDir);
@@ -365,6 +392,8 @@ export async function popE2eWorkload(ctx: Ctx, producer: Producer): Promise<Resu
     ...cpuPerMsg(d, Math.max(1, p.sent)),
     ...popFigures(pollers.tally),
     e2e_dups: e2e.dups,
+    e2e_over_10ms_per_s: slow.slow,
+    e2e_max_per_s_ms: slow.max,
   });
 }
 
