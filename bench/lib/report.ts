@@ -373,7 +373,8 @@ export function buildReport(input: ReportInput): Report {
   p(
     "RocketBun: name server and master as separate processes of the compiled binary on 127.0.0.1, 1 GiB CommitLog segments, " +
       `pulls of up to ${prm.batch} messages; the project's own client (Producer, PushConsumer) in one Bun process. ` +
-      "W1–W5 run on a fresh ASYNC_FLUSH master; W1s on the same store after a restart as SYNC_FLUSH; W6 on a fresh ASYNC_FLUSH master. " +
+      "W1–W5 run on a fresh ASYNC_FLUSH master; W1s on the same store after a restart as SYNC_FLUSH; W6 on a fresh ASYNC_FLUSH master; " +
+      "W2p and W3p (POP: a hand-built 5.3.3-style POP consumer, bench/lib/pop.ts) on another fresh one. " +
       (prm.collectBetween === false
         ? "The client process's garbage is not collected between workloads (--no-collect), as in the peers' harness. "
         : "The client process collects its garbage (Bun.gc(true)) before each timed window, so that one workload's 200 MB body pool is not " +
