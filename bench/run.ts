@@ -13,7 +13,8 @@
  *   --peers-from F read the peers' figures from an existing all.jsonl instead of running them
  *   --cpu-prof     run the broker from the sources under `bun --cpu-prof-md` (profile in the results folder);
  *                  with --rocketmq also RocketBun's broker under the Java client (one profile per flush mode)
- *   --only LIST    RocketBun workloads to run, e.g. W1,W2 (default all: W1,W2,W3,W4,W5,W1s,W6)
+ *   --only LIST    RocketBun workloads to run, e.g. W1,W2 (default all: W1,W2,W3,W4,W5,W1s,W6,W2p,W3p);
+ *                  with --rocketmq and only POP workloads (W2p,W3p), only those run against Apache 5.3.3
  *   --out DIR      results folder (default bench/results)
  *   --keep         keep the temp folder (binary, stores, logs)
  *   --acl          broker.aclEnable with one admin account; every client signs (the cost of ACL)
@@ -21,7 +22,8 @@
  *   --binary FILE  use this rocketbun binary instead of building one into the temp folder
  *   --rocketmq[=V,V]  Apache RocketMQ (default 4.9.7,5.3.3): RocketBun and each version under the same
  *                  Java client (bench/lib/rocketmq-peer.ts: J1 J2 J4 J1s), then our client's W1–W4 and W1s
- *                  against each version (bench/lib/rocketmq-ourclient.ts, columns beside NATS and Redis);
+ *                  against each version and W2p, W3p against 5.3.3 (bench/lib/rocketmq-ourclient.ts,
+ *                  columns beside NATS and Redis);
  *                  skipped with one line without java/mvn. On by default in a whole run with peers (also
  *                  --quick); off with --smoke, --no-peers, --only, --acl, --cpu-prof unless given
  *   --no-rocketmq  without Apache RocketMQ
@@ -33,7 +35,8 @@
  * Order: name server; master #1 (ASYNC_FLUSH, fresh store): warm-up, W1, W2 without collecting the
  * client's garbage first (W2nc), W2 (drains W1 again, another group), W3, W4, W5;
  * master #2 (SYNC_FLUSH, restarted on #1's store): warm-up, W1s; master #3 (ASYNC_FLUSH, fresh
- * store): W6; with Apache RocketMQ on (the default of a whole run), the Java-client runs (RocketBun, then each Apache version) and our client
+ * store): W6; master #4 (ASYNC_FLUSH, fresh store): the POP workloads W2p, W3p (bench/lib/pop.ts);
+ * with Apache RocketMQ on (the default of a whole run), the Java-client runs (RocketBun, then each Apache version) and our client
  * against each Apache version; then the peers. Writes bench/results/<stamp>.json, .md and .svg.
  */
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -54,8 +57,9 @@ import { diskUsage, fdatasyncProbe, round, rssBytes, sleep, STANDARD, type Workl
 import { peersCommand, peersHarness, readJsonl, runPeers } from "./lib/peers.ts";
 import { loadProfile, summarize, summaryMarkdown } from "./lib/profile.ts";
 import { buildReport, type Report } from "./lib/report.ts";
-import { ourClientOnApache } from "./lib/rocketmq-ourclient.ts";
-import { ROCKETMQ_VERSIONS, runRocketmqPeers, type RocketmqVersion } from "./lib/rocketmq-peer.ts";
+import { popWorkloads, POP_WORKLOADS } from "./lib/pop.ts";
+import { ourClientOnApache, popOnApache } from "./lib/rocketmq-ourclient.ts";
+import { ROCKETMQ_VERSIONS, rocketmqMissing, runRocketmqPeers, type RocketmqVersion } from "./lib/rocketmq-peer.ts";
 import {
   batchWorkload,
   drainWorkload,
@@ -95,7 +99,7 @@ export interface BenchArgs {
   rocketmq: RocketmqVersion[] | null;
 }
 
-const ALL = ["W1", "W2", "W3", "W4", "W5", "W1s", "W6"];
+const ALL = ["W1", "W2", "W3", "W4", "W5", "W1s", "W6", ...POP_WORKLOADS];
 
 /** The `--acl` rules file, written once into the run's temp folder. */
 function aclFile(tmp: string): string {
@@ -148,7 +152,7 @@ export function parseBenchArgs(argv: string[]): BenchArgs {
       else a.peersFrom = resolve(v);
     } else if (x === "--help" || x === "-h") {
       process.stdout.write(
-        "usage: bun bench/run.ts [--quick|--smoke] [--no-peers] [--peers-from all.jsonl] [--cpu-prof] [--only W1,W2,...] [--out DIR] [--keep] [--no-collect] [--binary FILE] [--rocketmq[=4.9.7,5.3.3] | --no-rocketmq]\n",
+        "usage: bun bench/run.ts [--quick|--smoke] [--no-peers] [--peers-from all.jsonl] [--cpu-prof] [--only W1,W2,...,W2p,W3p] [--out DIR] [--keep] [--no-collect] [--binary FILE] [--rocketmq[=4.9.7,5.3.3] | --no-rocketmq]\n",
       );
       process.exit(0);
     } else throw new Error(`unknown argument ${x}`);
@@ -307,6 +311,13 @@ export async function runRocketbun(a: BenchArgs, p: WorkloadParams, tmp: string,
       await producer.shutdown();
       await close();
     }
+
+    if (POP_WORKLOADS.some(want)) {
+      // ---- master #4: ASYNC_FLUSH, fresh store: POP consumption (bench/lib/pop.ts) ----
+      const { ctx, close } = await master("ASYNC_FLUSH", join(tmp, "store-pop"));
+      results.push(...(await popWorkloads(ctx, want, "bench-producer-pop")));
+      await close();
+    }
   } finally {
     for (const x of procs.reverse()) await x.stop();
   }
@@ -376,7 +387,11 @@ function rebuild(file: string): Report {
   return report;
 }
 
-/** --rocketmq: the Java client against RocketBun (the run's binary) and Apache RocketMQ. */
+/**
+ * --rocketmq: the Java client against RocketBun (the run's binary) and Apache RocketMQ, our client's
+ * W1–W4/W1s against each version, and the POP workloads against 5.3.3. A run whose `--only` names
+ * POP workloads alone (`--only W2p,W3p --rocketmq=5.3.3`) runs only those against Apache.
+ */
 async function rocketmqRuns(
   a: BenchArgs,
   versions: RocketmqVersion[],
@@ -384,16 +399,27 @@ async function rocketmqRuns(
   tmp: string,
   profDir: string | null,
 ): Promise<{ rows: Result[]; note: string; ours: Result[] }> {
-  let binary = a.binary ?? join(tmp, "rocketbun");
-  if (!existsSync(binary)) build((binary = join(tmp, "rocketbun")));
-  // --cpu-prof: RocketBun's broker under the Java client is profiled too (from the sources).
-  const r = await runRocketmqPeers(binary, versions, tmp, p, log, profDir ?? undefined);
-  if (r.rows.length === 0) {
-    log(`RocketMQ peers ${r.note}`);
-    return { ...r, ours: [] };
+  const want = (w: string) => a.only === null || a.only.has(w);
+  const classic = a.only === null || [...a.only].some((w) => !POP_WORKLOADS.includes(w));
+  const pop = POP_WORKLOADS.some(want) && versions.includes("5.3.3");
+  const onlyPop = `left out: --only ${[...(a.only ?? [])].join(",")} names only POP workloads, which run under our client (the main table)`;
+  let r: { rows: Result[]; note: string } = { rows: [], note: onlyPop };
+  if (classic) {
+    let binary = a.binary ?? join(tmp, "rocketbun");
+    if (!existsSync(binary)) build((binary = join(tmp, "rocketbun")));
+    // --cpu-prof: RocketBun's broker under the Java client is profiled too (from the sources).
+    r = await runRocketmqPeers(binary, versions, tmp, p, log, profDir ?? undefined);
+    if (r.rows.length === 0) {
+      log(`RocketMQ peers ${r.note}`);
+      return { ...r, ours: [] };
+    }
+  } else if (rocketmqMissing()) {
+    log(`RocketMQ peers skipped: ${rocketmqMissing()}`);
+    return { rows: [], note: `skipped: ${rocketmqMissing()}`, ours: [] };
   }
   const ours: Result[] = [];
-  for (const v of versions) ours.push(...(await ourClientOnApache(v, tmp, p, log)));
+  if (classic) for (const v of versions) ours.push(...(await ourClientOnApache(v, tmp, p, log)));
+  if (pop) ours.push(...(await popOnApache("5.3.3", tmp, p, want, log)));
   return { ...r, ours };
 }
 

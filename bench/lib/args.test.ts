@@ -12,3 +12,10 @@ test("a whole run (npm run bench, also --quick) includes Apache RocketMQ; runs t
   expect(parseBenchArgs(["--rocketmq", "--no-rocketmq"]).rocketmq).toBeNull();
   expect(() => parseBenchArgs(["--rocketmq=4.0.0"])).toThrow(/unknown version/);
 });
+
+test("--only takes the POP workloads (W2p, W3p); Apache RocketMQ only when asked for", () => {
+  expect([...parseBenchArgs(["--only", "W2p,W3p"]).only!]).toEqual(["W2p", "W3p"]);
+  expect(parseBenchArgs(["--only", "W2p,W3p"]).rocketmq).toBeNull();
+  expect(parseBenchArgs(["--no-peers", "--only", "W2p,W3p", "--rocketmq=5.3.3"]).rocketmq).toEqual(["5.3.3"]);
+  expect(() => parseBenchArgs(["--only", "W2P"])).toThrow(/unknown workload W2P/);
+});

@@ -17,6 +17,8 @@ import {
   type RemotingCommand,
 } from "../../src/remoting/index.ts";
 import { signRequest, type AclCredentials } from "../../src/protocol/acl-signature.ts";
+import { parseRoute } from "../../src/protocol/route.ts";
+import { parseJsonBytes } from "../../src/common/json.ts";
 import { now, sleep } from "./measure.ts";
 import { RUNTIME_ENV } from "../../src/runtime-tuning.ts";
 
@@ -233,6 +235,27 @@ export class Admin {
         await sleep(20);
       }
     }
+  }
+
+  /**
+   * SET_MESSAGE_REQUEST_MODE (401) on the broker, as `mqadmin setConsumeMode -b` sends it: (topic,
+   * group) consumes by POP or PULL. The body's members in fastjson's (alphabetical) order.
+   */
+  async setConsumeMode(topic: string, group: string, mode: "POP" | "PULL"): Promise<void> {
+    const body = new TextEncoder().encode(JSON.stringify({ consumerGroup: group, mode, popShareQueueNum: 0, topic }));
+    const res = await this.#c.invoke(this.broker, this.#signed(createRequest(RequestCode.SET_MESSAGE_REQUEST_MODE, {}, body)), 10_000);
+    if (res.code !== ResponseCode.SUCCESS) throw new Error(`SET_MESSAGE_REQUEST_MODE ${topic}/${group}: ${res.code} ${res.remark ?? ""}`);
+  }
+
+  /** The broker name the name server routes `topic` to (what a client puts in receipt handles and `bname`). */
+  async brokerName(topic: string): Promise<string> {
+    const res = await this.#c.invoke(this.namesrv, this.#signed(createRequest(RequestCode.GET_ROUTEINFO_BY_TOPIC, { topic })), 10_000);
+    if (res.code !== ResponseCode.SUCCESS || !res.body) throw new Error(`GET_ROUTEINFO_BY_TOPIC ${topic}: ${res.code} ${res.remark ?? ""}`);
+    const route = parseRoute(parseJsonBytes(res.body));
+    if ("invalid" in route) throw new Error(`route of ${topic}: ${route.invalid}`);
+    const name = route.brokerDatas[0]?.brokerName;
+    if (name === undefined) throw new Error(`route of ${topic} names no broker`);
+    return name;
   }
 
   /** Messages stored in a queue (GET_MAX_OFFSET). */

@@ -93,3 +93,30 @@ describe("report: our client against Apache RocketMQ (--rocketmq)", () => {
     expect(buildReport(input([])).svg).not.toContain("RocketMQ");
   });
 });
+
+describe("report: the POP workloads (W2p, W3p) beside Apache RocketMQ 5.3.3", () => {
+  const pop = (peer: string, k: number) => [
+    { peer, workload: "W2p", msgs: 200_000, msgs_per_s: 10_000 * k, pop_p99_ms: 8 / k, server_cpu_us_per_msg: 40 / k },
+    { peer, workload: "W3p", sent: 50_000, received: 50_000, e2e_p50_ms: 1 / k, e2e_p99_ms: 6 / k, e2e_max_ms: 20 / k },
+  ];
+  const report = (rb: number) =>
+    buildReport({ ...input([...pop("apache-rocketmq-5.3.3", 1), { peer: "nats-jetstream", workload: "W2p", msgs_per_s: 99_999 }]), rocketbun: pop("rocketbun", rb) });
+  const target = (r: ReturnType<typeof report>, prefix: string) =>
+    (r.json.targets as { target: string; met: boolean | null; by: string }[]).find((t) => t.target.startsWith(prefix))!;
+
+  test("each figure in the 5.3.3 column with its ratio; NATS's own \"W2p\" (pipelined consume) is not a POP figure", () => {
+    const r = report(2);
+    expect(r.markdown).toContain("| RocketBun | NATS JetStream | RocketMQ 5.3.3 | RB / NATS | RB / 5.3.3 |");
+    expect(r.markdown).toContain("| W2p | msgs/s (pop + ack) | 20,000 | – | 10,000 | – | 2.00× |");
+    expect(r.markdown).toContain("| W3p | e2e p99 (ms) | 3.00 | – | 6.00 | – | 0.50× |");
+    expect(r.markdown).not.toMatch(/\| W2p \|[^\n]*99,999/);
+  });
+
+  test("the targets: 1.5× Apache's pop + ack throughput and a p99 no higher than Apache's, same run", () => {
+    expect(target(report(2), "W2p pop + ack ≥ 1.5×").met).toBe(true);
+    expect(target(report(1.2), "W2p pop + ack ≥ 1.5×").by).toContain("missed: 0.80× of the goal (15,000)");
+    expect(target(report(2), "W3p e2e p99").met).toBe(true);
+    expect(target(report(0.5), "W3p e2e p99").met).toBe(false);
+    expect(target(buildReport(input([])), "W2p pop + ack").by).toBe("not measured");
+  });
+});

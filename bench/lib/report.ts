@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { int, mib, ms, num, one, pct, ratio } from "./format.ts";
 import type { WorkloadParams } from "./measure.ts";
 import { peersHarness } from "./peers.ts";
+import { POP_POLLERS } from "./pop.ts";
 import { rocketmqSection } from "./report-rocketmq.ts";
 import { apachePeerId, ROCKETMQ_VERSIONS } from "./rocketmq-peer.ts";
 import type { Result } from "./workloads.ts";
@@ -87,6 +88,26 @@ interface Metric {
   peers: Record<string, number>;
   ceiling?: { name: string; value: number; fraction: number };
   note?: string;
+}
+
+/**
+ * W2p and W3p (bench/lib/pop.ts) beside the Apache columns only: the peers' harness calls NATS's
+ * pipelined consume "W2p" too, which is not a POP figure.
+ */
+function popMetrics(
+  add: (x: Metric) => void,
+  rb: (w: string, k: string) => number,
+  apacheVals: (w: string, k: string) => Record<string, number>,
+): void {
+  const row = (workload: string, metric: string, key: string, higherBetter: boolean, fmt: (v: number) => string, note?: string) =>
+    add({ workload, metric, higherBetter, fmt, rb: rb(workload, key), peers: apacheVals(workload, key), ...(note ? { note } : {}) });
+  row("W2p", "msgs/s (pop + ack)", "msgs_per_s", true, int, `POP drain of a backlog: ${POP_POLLERS} pollers, pops of up to 32 from every queue, one ACK_MESSAGE per message`);
+  row("W2p", "pop round trip p99 (ms)", "pop_p99_ms", false, ms);
+  row("W2p", "server CPU µs/msg", "server_cpu_us_per_msg", false, one);
+  row("W3p", "e2e p50 (ms)", "e2e_p50_ms", false, ms, "send stamp → pop answer; long-polling pops (pollTime 15 s), W3's rate");
+  row("W3p", "e2e p99 (ms)", "e2e_p99_ms", false, ms);
+  row("W3p", "e2e max (ms)", "e2e_max_ms", false, ms);
+  row("W3p", "server CPU µs/msg", "server_cpu_us_per_msg", false, one);
 }
 
 export function buildReport(input: ReportInput): Report {
@@ -214,6 +235,7 @@ export function buildReport(input: ReportInput): Report {
   });
   add({ workload: "W3", metric: "e2e p99 (ms)", higherBetter: false, fmt: ms, rb: rb("W3", "e2e_p99_ms"), peers: peerVals("W3", "e2e_p99_ms") });
   add({ workload: "W3", metric: "e2e max (ms)", higherBetter: false, fmt: ms, rb: rb("W3", "e2e_max_ms"), peers: peerVals("W3", "e2e_max_ms") });
+  popMetrics(add, rb, apacheVals);
   add({
     workload: "W4",
     metric: "msgs/s (128 B)",
@@ -327,6 +349,9 @@ export function buildReport(input: ReportInput): Report {
   tgt("W2 without collecting first (W2nc) ≥ 1.0× Redis Streams (same run)", rb("W2nc", "msgs_per_s"), pr("redis-streams", "W2", "msgs_per_s"), int, true);
   tgt("W3 e2e p99 ≤ 1 ms", rb("W3", "e2e_p99_ms"), 1, ms, false);
   tgt("W4 ≥ 1.0× Redis Streams (same run)", rb("W4", "msgs_per_s"), pr("redis-streams", "W4", "msgs_per_s"), int, true);
+  const apache5 = apachePeerId("5.3.3");
+  tgt("W2p pop + ack ≥ 1.5× Apache 5.3.3 (same run)", rb("W2p", "msgs_per_s"), 1.5 * pr(apache5, "W2p", "msgs_per_s"), int, true);
+  tgt("W3p e2e p99 ≤ Apache 5.3.3's (same run)", rb("W3p", "e2e_p99_ms"), pr(apache5, "W3p", "e2e_p99_ms"), ms, false);
   tgt("broker RSS after W1 ≤ 100 MiB", rb("W1", "server_rss_bytes"), 100 * 1048576, mib, false);
   tgt("start to ready ≤ 200 ms", num(proc.master_ready_ms), 200, (v) => `${one(v)} ms`, false);
 
@@ -348,7 +373,8 @@ export function buildReport(input: ReportInput): Report {
   p(
     "RocketBun: name server and master as separate processes of the compiled binary on 127.0.0.1, 1 GiB CommitLog segments, " +
       `pulls of up to ${prm.batch} messages; the project's own client (Producer, PushConsumer) in one Bun process. ` +
-      "W1–W5 run on a fresh ASYNC_FLUSH master; W1s on the same store after a restart as SYNC_FLUSH; W6 on a fresh ASYNC_FLUSH master. " +
+      "W1–W5 run on a fresh ASYNC_FLUSH master; W1s on the same store after a restart as SYNC_FLUSH; W6 on a fresh ASYNC_FLUSH master; " +
+      "W2p and W3p (POP: a hand-built 5.3.3-style POP consumer, bench/lib/pop.ts) on another fresh one. " +
       (prm.collectBetween === false
         ? "The client process's garbage is not collected between workloads (--no-collect), as in the peers' harness. "
         : "The client process collects its garbage (Bun.gc(true)) before each timed window, so that one workload's 200 MB body pool is not " +
@@ -421,7 +447,11 @@ export function buildReport(input: ReportInput): Report {
     if (r.complete === false) notes.push("INCOMPLETE");
     if (r.dups) notes.push(`${String(r.dups)} duplicates`);
     if (r.consumer_start_ms !== undefined) notes.push(`consumer start() ${one(num(r.consumer_start_ms))} ms`);
-    if (r.workload === "W3")
+    if (r.pops !== undefined)
+      notes.push(
+        `${int(num(r.pops))} pops (${one(num(r.msgs_per_pop))} msgs per answer, answer p50 ${ms(num(r.pop_p50_ms))} p99 ${ms(num(r.pop_p99_ms))}), ${int(num(r.empty_pops))} empty; ${int(num(r.ack_failures))} acks failed`,
+      );
+    if (r.workload === "W3" || r.workload === "W3p")
       notes.push(
         `sent ${int(num(r.sent))} at ${int(num(r.achieved_rate))}/s, received ${int(num(r.received))}; publish-ack p50 ${ms(num(r.pub_ack_p50_ms))} p99 ${ms(num(r.pub_ack_p99_ms))}`,
       );
@@ -471,7 +501,7 @@ export function buildReport(input: ReportInput): Report {
   const summary = [
     `RocketBun ${input.stamp} (${input.mode}):`,
     ...m
-      .filter((x) => x.higherBetter || x.workload === "W3")
+      .filter((x) => x.higherBetter || x.workload === "W3" || x.workload === "W3p")
       .map((x) => `  ${x.workload} ${x.metric}: ${x.fmt(x.rb)}${peerCols.map((pc) => `  ${pc.label} ${x.fmt(x.peers[pc.id] ?? NaN)}`).join("")}`),
     ...targets.map((t) => `  target ${t.met === null ? "?" : t.met ? "ok" : "MISSED"}: ${t.target}: ${t.value} (${t.by})`),
     ...(java?.summary ?? []),
@@ -522,6 +552,7 @@ function chart(input: ReportInput, m: Metric[]): string {
         groupOf("W1 publish 1 KiB", find("W1", "msgs/s"), 1000),
         groupOf("W1s SYNC_FLUSH", find("W1s", "msgs/s"), 1000),
         groupOf("W2 drain", find("W2", "msgs/s"), 1000),
+        groupOf("W2p POP drain (pop + ack)", find("W2p", "msgs/s"), 1000),
         groupOf("W4 publish 128 B", find("W4", "msgs/s"), 1000),
         groupOf("W5 batch send", find("W5", "msgs/s"), 1000),
         groupOf("W6 send, 10k queues", find("W6", "send msgs/s"), 1000),
@@ -529,10 +560,15 @@ function chart(input: ReportInput, m: Metric[]): string {
       ],
     },
     {
-      title: "W3 end-to-end latency at 5,000 msgs/s (ms, less is better)",
+      title: `W3 (pull) and W3p (POP) end-to-end latency at ${int(input.params.e2eRate)} msgs/s (ms, less is better)`,
       unit: "ms",
       fmt: ms,
-      groups: [groupOf("p50", find("W3", "e2e p50")), groupOf("p99", find("W3", "e2e p99"))],
+      groups: [
+        groupOf("W3 p50", find("W3", "e2e p50")),
+        groupOf("W3 p99", find("W3", "e2e p99")),
+        groupOf("W3p p50", find("W3p", "e2e p50")),
+        groupOf("W3p p99", find("W3p", "e2e p99")),
+      ],
     },
     {
       title: "Broker CPU per message (µs, less is better)",

@@ -4,12 +4,14 @@
  * RocketBun's figures are. W1, W2 (drain of W1), W3, W4 on an ASYNC_FLUSH broker, then W1s on a fresh
  * SYNC_FLUSH one (RocketBun's W1s restarts on W1–W5's store; a fresh store here keeps the Apache
  * start out of it). W5 and W6 are left out: W6's 10,000 queues alone would take minutes of the JVM.
+ * The POP workloads W2p and W3p run against 5.3.3 only (4.9 has no POP), on a fresh broker of their own.
  */
 import { join } from "node:path";
 import { rmSync } from "node:fs";
 import { Admin, type FlushDiskType } from "./cluster.ts";
 import type { WorkloadParams } from "./measure.ts";
 import { apachePeerId, startApache, type Rig, type RocketmqVersion } from "./rocketmq-peer.ts";
+import { popWorkloads } from "./pop.ts";
 import { drainWorkload, e2eWorkload, newProducer, publishWorkload, warmup, type Ctx, type Result } from "./workloads.ts";
 
 type Log = (msg: string) => void;
@@ -71,4 +73,13 @@ export async function ourClientOnApache(version: RocketmqVersion, tmp: string, p
     })),
   );
   return rows;
+}
+
+/**
+ * W2p and W3p (bench/lib/pop.ts) against Apache RocketMQ 5.3.3 with the same hand-built POP consumer
+ * as RocketBun's, on a fresh ASYNC_FLUSH broker with its defaults (timerWheelEnable on: POP needs it).
+ */
+export async function popOnApache(version: RocketmqVersion, tmp: string, p: WorkloadParams, want: (w: string) => boolean, log: Log): Promise<Result[]> {
+  const id = apachePeerId(version);
+  return withRig(version, join(tmp, `${id}-pop`), "ASYNC_FLUSH", p, (m) => log(`${id} ${m}`), (ctx) => popWorkloads(ctx, want, "bench-producer-pop"));
 }

@@ -10,6 +10,8 @@
  *   W4   W1 with 128-byte bodies
  *   W5   batch sends of 32 × 1 KiB, 32 batches in flight
  *   W6   1,250 topics × 8 queues = 10,000 queues: send across all of them, then consume them all
+ *
+ * The POP workloads (W2p, W3p) are in bench/lib/pop.ts.
  */
 import { Producer, PushConsumer, type Message } from "../../src/client/index.ts";
 import type { AclCredentials } from "../../src/protocol/acl-signature.ts";
@@ -45,7 +47,8 @@ export interface Ctx {
   log: (msg: string) => void;
 }
 
-const QUEUES = 8;
+/** Queues of every workload's topic (W6's are `w6Queues`). */
+export const QUEUES = 8;
 
 /** The client options that make a client sign (`--acl` runs), or none. */
 function signed(ctx: Ctx): { credentials?: AclCredentials } {
@@ -60,7 +63,7 @@ function signed(ctx: Ctx): { credentials?: AclCredentials } {
  * machine, alternating runs). The peers' harness does not do this; the README says so, and
  * `--no-collect` measures without it.
  */
-function startWindow(ctx: Ctx): ReturnType<typeof snap> {
+export function startWindow(ctx: Ctx): ReturnType<typeof snap> {
   if (ctx.p.collectBetween) Bun.gc(true);
   return snap(ctx.brokerPid, ctx.dataDir);
 }

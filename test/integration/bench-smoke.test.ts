@@ -32,7 +32,7 @@ test("bench/run.ts --smoke --no-peers writes the .json, .md and .svg report", as
   };
   expect(report.mode).toBe("smoke");
   const workloads = report.rocketbun.map((r) => r.workload);
-  for (const w of ["W1", "W1s", "W2", "W3", "W4", "W5", "W6-send", "W6-consume", "process"]) expect(workloads).toContain(w);
+  for (const w of ["W1", "W1s", "W2", "W3", "W4", "W5", "W6-send", "W6-consume", "W2p", "W3p", "process"]) expect(workloads).toContain(w);
   expect(report.table.length).toBeGreaterThan(10);
 
   const md = readFileSync(`${stamp}.md`, "utf8");
