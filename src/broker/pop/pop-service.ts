@@ -47,6 +47,11 @@ const ORDER_INFO_PERSIST_MS = 10_000;
 const REVIVE_RETRY_MS = 10_000;
 /** Checkpoints revived per tick at most: the rest wait for the next tick. */
 const REVIVE_BATCH = 256;
+const enc = new TextEncoder();
+/** The property strings of the revive log's records, encoded once. */
+const TAG_PROPERTIES: Record<string, string> = Object.fromEntries(
+  Object.values(PopTag).map((tag) => [tag, encodeProperties({ [MessageConst.TAGS]: tag })]),
+);
 /** Records read per step while the table is rebuilt. */
 const REBUILD_READ = 256;
 
@@ -166,13 +171,12 @@ export class PopService {
 
   #record(reviveQid: number, tag: string, body: object): PutMessageRequest {
     const s = this.#ctx.settings;
-    const props = { [MessageConst.TAGS]: tag };
     return {
       topic: this.reviveTopic,
       queueId: reviveQid,
       flag: 0,
-      body: new TextEncoder().encode(JSON.stringify(body)),
-      properties: encodeProperties(props),
+      body: enc.encode(JSON.stringify(body)),
+      properties: TAG_PROPERTIES[tag] ?? encodeProperties({ [MessageConst.TAGS]: tag }),
       sysFlag: 0,
       bornTimestamp: this.#ctx.now(),
       bornHost: s.storeHost,
