@@ -4,7 +4,8 @@
  * same store, on a slave (the revive log replicates; pops and acks are refused there), and across
  * an automatic failover on etcd. In each, messages popped and never acked come back after their
  * invisible time — from the POP retry topic, reconsumeTimes 1, same UNIQ_KEY — and acked ones
- * never do; nothing already popped is handed out again from the topic itself.
+ * never do; nothing already popped is handed out again from the topic itself; nothing is revived
+ * twice (after a kill -9 that follows a revive, after a failover back to the first master).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { decodeReceiptHandle, popRetryTopic, reviveTopic } from "../../src/protocol/pop.ts";
@@ -233,6 +234,43 @@ describe("POP in-flight state, compiled binary", () => {
   }, 60_000);
 });
 
+describe("POP in-flight state of revived messages, compiled binary", () => {
+  test("kill -9 after a revive: nothing is revived twice; revived messages popped again and not acked come back once more (reconsumeTimes 2); a changed invisible time holds", async () => {
+    const N = 6;
+    const INVISIBLE_MS = 5_000;
+    await using c = await HaCluster.start({ groups: [{ name: "pop-r", role: "ASYNC_MASTER", slaves: 0 }] });
+    const m = c.master();
+    await c.createTopic(T, 4);
+    await sendN(c, N);
+    const { msgs } = await popAll(c, m, "pop-r", N, INVISIBLE_MS);
+    const retryEnd = async () => Number((await c.call(m.addr, RequestCode.GET_MAX_OFFSET, { topic: popRetryTopic(T, G), queueId: "0" })).extFields!.offset);
+    await waitFor(async () => (await retryEnd()) === N, INVISIBLE_MS + 10_000, () => `all ${N} to be revived: ${c.diag()}`);
+
+    // Popped again from the retry topic: ack two, move one's invisible time far out, leave three.
+    const again = (await popAll(c, m, "pop-r", N, INVISIBLE_MS)).msgs;
+    expect(again.map((x) => [x.realTopic, x.reconsumeTimes])).toEqual(again.map(() => [popRetryTopic(T, G), 1]));
+    expect([...uniqs(again)].sort()).toEqual([...uniqs(msgs)].sort());
+    const [acked, [moved], unacked] = [again.slice(0, 2), again.slice(2, 3), again.slice(3)];
+    await ackAll(c, m, acked);
+    const change = createRequest(RequestCode.CHANGE_MESSAGE_INVISIBLETIME, { ...ackRequest(moved!).extFields, invisibleTime: "120000" });
+    const changed = await c.wire.invoke(m.addr, change, 5000);
+    expect([changed.code, changed.extFields?.invisibleTime]).toEqual([ResponseCode.SUCCESS, "120000"]);
+    const poppedAt = Date.now();
+
+    await m.kill();
+    await m.start();
+    const early = await c.wire.invoke(m.addr, popRequest({ invisibleTime: INVISIBLE_MS }), 5000);
+    expect(Date.now() - poppedAt).toBeLessThan(INVISIBLE_MS);
+    expect([early.code, popped(early, "pop-r").map((x) => x.uniq)]).toEqual([POLLING_TIMEOUT, []]);
+    expect(await retryEnd()).toBe(N); // the first revive is not done again
+
+    const got = await drainRevived(c, m, "pop-r", uniqs(unacked), { deadlineMs: INVISIBLE_MS + 15_000, quietMs: 3000 });
+    expect(got.map((x) => x.uniq).sort()).toEqual(unacked.map((x) => x.uniq).sort());
+    expect(got.map((x) => [x.realTopic, x.reconsumeTimes])).toEqual(got.map(() => [popRetryTopic(T, G), 2]));
+    expect(await retryEnd()).toBe(N + unacked.length);
+  }, 60_000);
+});
+
 // ---------------------------------------------------------------- automatic failover on etcd
 
 const present = etcdPresent("pop-durability failover");
@@ -292,5 +330,23 @@ describe.skipIf(!present)("POP in-flight state across an automatic failover (com
     const got = await drainRevived(c, s, "pop-f", uniqs(unacked), { deadlineMs: INVISIBLE_MS + 15_000, quietMs: 3000 });
     expect(Date.now() - poppedAt).toBeGreaterThanOrEqual(INVISIBLE_MS);
     expectRevivedExactly(got, unacked, acked);
+
+    // Back again: the old master rejoins as the new one's replica, which then dies. Promoted once
+    // more, it reads the revive log from the start: the checkpoints of its own pops, long due, are
+    // resolved by the bAck records the other master wrote, and the retried ones by their acks.
+    await m.start();
+    await waitFor(async () => {
+      const h = await m.admin<{ failover?: { role: string } }>("/ha");
+      return h.failover?.role === "replica" && (await m.maxOffset()) === (await s.maxOffset());
+    }, 20_000, () => `the old master to follow and catch up: ${c.diag()}`);
+    await Bun.sleep(LEASE_MS); // back in the sync state set
+    const retryEnd = async (n: Node) => (await c.call(n.addr, RequestCode.GET_MAX_OFFSET, { topic: popRetryTopic(T, G), queueId: "0" })).extFields!.offset;
+    expect(await retryEnd(m)).toBe(String(unacked.length));
+    await s.kill();
+    await elected(c, m, 3);
+    await Bun.sleep(2500); // past a revive tick or two of the promoted node
+    const last = await c.wire.invoke(m.addr, popRequest({ invisibleTime: INVISIBLE_MS }), 5000);
+    expect([last.code, popped(last, "pop-f").map((x) => x.uniq)]).toEqual([POLLING_TIMEOUT, []]);
+    expect(await retryEnd(m)).toBe(String(unacked.length)); // nothing revived a second time
   }, 60_000);
 });
