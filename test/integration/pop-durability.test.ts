@@ -171,7 +171,7 @@ function expectRevivedExactly(got: readonly Popped[], unacked: readonly Popped[]
 }
 
 describe("POP in-flight state, compiled binary", () => {
-  test("kill -9 and restart on the same store: nothing popped is handed out again; the un-acked half comes back after its invisible time, the acked half never", async () => {
+  test("kill -9 and restart on the same store: nothing popped is handed out again; acks before the kill and after the restart hold; the un-acked half comes back after its invisible time", async () => {
     const N = 16;
     const INVISIBLE_MS = 10_000;
     await using c = await HaCluster.start({ groups: [{ name: "pop-k", role: "ASYNC_MASTER", slaves: 0 }] });
@@ -181,9 +181,12 @@ describe("POP in-flight state, compiled binary", () => {
     const poppedAt = Date.now();
     const { msgs } = await popAll(c, m, "pop-k", N, INVISIBLE_MS);
     expect(msgs.every((x) => x.reconsumeTimes === 0 && x.realTopic === T)).toBe(true);
-    const acked = msgs.filter((_, i) => i % 2 === 0);
-    const unacked = msgs.filter((_, i) => i % 2 === 1);
-    await ackAll(c, m, acked);
+    // A quarter acked before the kill, a quarter after the restart (with the handles popped before it), half never.
+    const ackedBefore = msgs.filter((_, i) => i % 4 === 0);
+    const ackedAfter = msgs.filter((_, i) => i % 4 === 1);
+    const acked = [...ackedBefore, ...ackedAfter];
+    const unacked = msgs.filter((_, i) => i % 4 >= 2);
+    await ackAll(c, m, ackedBefore);
 
     // At once: the consumer offsets (persisted every 5 s) and the revive progress may not be on disk.
     await m.kill();
@@ -192,6 +195,7 @@ describe("POP in-flight state, compiled binary", () => {
     // Still within the invisible time: nothing, neither from the topic again nor revived early.
     expect(Date.now() - poppedAt).toBeLessThan(INVISIBLE_MS);
     expect([early.code, popped(early, "pop-k").map((x) => x.uniq)]).toEqual([POLLING_TIMEOUT, []]);
+    await ackAll(c, m, ackedAfter);
 
     const got = await drainRevived(c, m, "pop-k", uniqs(unacked), { deadlineMs: INVISIBLE_MS + 15_000, quietMs: 3000 });
     expect(Date.now() - poppedAt).toBeGreaterThanOrEqual(INVISIBLE_MS);
@@ -296,7 +300,7 @@ describe.skipIf(!present)("POP in-flight state across an automatic failover (com
       return h.role !== "SLAVE" && h.failover?.role === "master" && h.failover.epoch === epoch && h.failover.writable;
     }, 20_000, () => `${n.name} to be master of epoch ${epoch}: ${c.diag()}`);
 
-  test("kill -9 of the master: the promoted replica hands out nothing already popped, revives the un-acked after their invisible time, never the acked", async () => {
+  test("kill -9 of the master: the promoted replica hands out nothing already popped, takes acks of handles popped before, revives the un-acked after their invisible time and never the acked; nothing is revived twice after a failover back", async () => {
     const N = 12;
     const INVISIBLE_MS = 15_000;
     const yaml = failoverYaml();
@@ -315,9 +319,13 @@ describe.skipIf(!present)("POP in-flight state across an automatic failover (com
     await sendN(c, N / 2);
     const second = await popAll(c, m, "pop-f", N / 2, INVISIBLE_MS);
     const msgs = [...first.msgs, ...second.msgs];
-    const acked = msgs.filter((_, i) => i % 3 === 0);
-    const unacked = msgs.filter((_, i) => i % 3 !== 0);
-    await ackAll(c, m, acked);
+    // A third acked on the old master, a third on the new one (with the old master's handles, as a
+    // client that popped before the failover does), a third never.
+    const ackedBefore = msgs.filter((_, i) => i % 3 === 0);
+    const ackedAfter = msgs.filter((_, i) => i % 3 === 1);
+    const acked = [...ackedBefore, ...ackedAfter];
+    const unacked = msgs.filter((_, i) => i % 3 === 2);
+    await ackAll(c, m, ackedBefore);
     await c.caughtUp(); // the checkpoints and acks are on the replica (asynchronous replication)
     await m.kill();
 
@@ -326,6 +334,7 @@ describe.skipIf(!present)("POP in-flight state across an automatic failover (com
     const early = await c.wire.invoke(s.addr, popRequest({ invisibleTime: INVISIBLE_MS }), 5000);
     expect(Date.now() - poppedAt).toBeLessThan(INVISIBLE_MS);
     expect([early.code, popped(early, "pop-f").map((x) => x.uniq)]).toEqual([POLLING_TIMEOUT, []]);
+    await ackAll(c, s, ackedAfter);
 
     const got = await drainRevived(c, s, "pop-f", uniqs(unacked), { deadlineMs: INVISIBLE_MS + 15_000, quietMs: 3000 });
     expect(Date.now() - poppedAt).toBeGreaterThanOrEqual(INVISIBLE_MS);
