@@ -109,6 +109,20 @@ accounts:
     expect(check(signed(RequestCode.QUERY_CONSUMER_OFFSET, { consumerGroup: "gDeny", topic: "denied" }))).toBeUndefined();
   });
 
+  test("5.x POP requests need SUB on the topic (the one a POP retry topic names) and on the group; setConsumeMode is admin-only", () => {
+    for (const code of [RequestCode.POP_MESSAGE, RequestCode.PEEK_MESSAGE, RequestCode.NOTIFICATION, RequestCode.ACK_MESSAGE, RequestCode.CHANGE_MESSAGE_INVISIBLETIME]) {
+      expect(check(signed(code, { consumerGroup: "g", topic: "ok" }))).toBeUndefined();
+      expect(check(signed(code, { consumerGroup: "g", topic: "denied" }))).toBe("No default permission for topic:denied");
+      expect(check(signed(code, { consumerGroup: "gDeny", topic: "ok" }))).toBe("No default permission for group:gDeny");
+    }
+    // An ack of a retried message names the POP retry topic: the topic it retries is checked.
+    expect(check(signed(RequestCode.ACK_MESSAGE, { consumerGroup: "g", topic: "%RETRY%g_denied" }))).toBe("No default permission for topic:denied");
+    const query = (topic: string) => new TextEncoder().encode(JSON.stringify({ topic, consumerGroup: "g", clientId: "c", strategyName: "AVG", messageModel: "CLUSTERING" }));
+    expect(check(signed(RequestCode.QUERY_ASSIGNMENT, {}, undefined, undefined, query("ok")))).toBeUndefined();
+    expect(check(signed(RequestCode.QUERY_ASSIGNMENT, {}, undefined, undefined, query("denied")))).toBe("No default permission for topic:denied");
+    expect(checkAccess(rules, "172.16.0.1", signed(RequestCode.SET_MESSAGE_REQUEST_MODE, {}))?.reason).toBe("not-admin");
+  });
+
   test("a heartbeat names its consumer groups and subscribed topics; a body that is not JSON is refused", () => {
     const body = (topic: string) =>
       new TextEncoder().encode(JSON.stringify({ clientID: "c", consumerDataSet: [{ groupName: "g", subscriptionDataSet: [{ topic }] }] }));

@@ -25,6 +25,11 @@
  *   HEART_BEAT              (body) each consumer group's %RETRY% SUB, each subscribed topic SUB
  *   UNREGISTER_CLIENT, GET_CONSUMER_LIST_BY_GROUP     consumerGroup's %RETRY% SUB
  *   UPDATE_CONSUMER_OFFSET  consumerGroup's %RETRY% SUB, topic SUB
+ *   POP_MESSAGE, PEEK_MESSAGE, NOTIFICATION, POLLING_INFO, ACK_MESSAGE, CHANGE_MESSAGE_INVISIBLETIME
+ *                           (5.x) topic SUB — the topic a POP retry topic `%RETRY%{group}_{topic}`
+ *                           names, for an ack of a retried message —, consumerGroup's %RETRY% SUB,
+ *                           as 5.3's authorization asks SUB of the topic and the group
+ *   QUERY_ASSIGNMENT        (5.x, body) topic SUB, consumerGroup's %RETRY% SUB
  *
  * So, as on a Java 4.9 broker, SEND_BATCH_MESSAGE, QUERY_CONSUMER_OFFSET, END_TRANSACTION and
  * LOCK/UNLOCK_BATCH_MQ need a valid signature but no resource permission. Admin-only codes
@@ -40,6 +45,7 @@
  */
 import { parseJsonBytes } from "../common/json.ts";
 import { ACL_ACCESS_KEY_FIELD, ACL_SIGNATURE_FIELD, signedText, verifyAclSignature } from "../protocol/acl-signature.ts";
+import { popNormalTopic } from "../protocol/pop.ts";
 import { RETRY_GROUP_TOPIC_PREFIX, retryTopic, TRACE_TOPIC } from "../protocol/topics.ts";
 import type { RemotingCommand } from "../remoting/command.ts";
 import { RequestCode } from "../remoting/request-code.ts";
@@ -60,6 +66,8 @@ export const BROKER_ADMIN_CODES: ReadonlySet<number> = new Set([
   RequestCode.DELETE_ACL_CONFIG,
   RequestCode.GET_BROKER_CLUSTER_ACL_INFO,
   RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG,
+  // 5.x's mqadmin setConsumeMode: a group's consume mode is an operator's decision.
+  RequestCode.SET_MESSAGE_REQUEST_MODE,
 ]);
 
 /** The name server requests that change something: with namesrv.aclEnable, admin accounts only. */
@@ -144,6 +152,17 @@ function collectResources(cmd: RemotingCommand, need: ResourceList): { invalid: 
       need.group(ext.consumerGroup);
       need.add(ext.topic, AclPerm.SUB);
       break;
+    case RequestCode.POP_MESSAGE:
+    case RequestCode.PEEK_MESSAGE:
+    case RequestCode.NOTIFICATION:
+    case RequestCode.POLLING_INFO:
+    case RequestCode.ACK_MESSAGE:
+    case RequestCode.CHANGE_MESSAGE_INVISIBLETIME:
+      need.group(ext.consumerGroup);
+      if (ext.topic !== undefined) need.add(popNormalTopic(ext.topic, ext.consumerGroup ?? ""), AclPerm.SUB);
+      break;
+    case RequestCode.QUERY_ASSIGNMENT:
+      return assignmentResources(cmd.body, need);
   }
   return undefined;
 }
@@ -175,6 +194,19 @@ function heartbeatResources(body: Uint8Array | undefined, need: ResourceList): {
       if (typeof topic === "string") need.add(topic, AclPerm.SUB);
     }
   }
+  return undefined;
+}
+
+function assignmentResources(body: Uint8Array | undefined, need: ResourceList): { invalid: string } | undefined {
+  let raw: unknown;
+  try {
+    raw = parseJsonBytes(body ?? new Uint8Array());
+  } catch {
+    return { invalid: "the assignment query's body is not JSON" };
+  }
+  const q = raw as { topic?: unknown; consumerGroup?: unknown } | null;
+  if (typeof q?.consumerGroup === "string") need.group(q.consumerGroup);
+  if (typeof q?.topic === "string" && typeof q.consumerGroup === "string") need.add(popNormalTopic(q.topic, q.consumerGroup), AclPerm.SUB);
   return undefined;
 }
 
