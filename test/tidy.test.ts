@@ -262,9 +262,11 @@ describe("tidy", () => {
       config: ["common", "protocol", "config"],
       cli: ["common", "protocol", "config", "cli"],
       admin: ["common", "protocol", "admin", "namesrv", "broker", "ha"],
+      // The 5.x gRPC endpoint: a second protocol in front of the broker's processors (see the next tests).
+      grpc: ["common", "protocol", "config", "broker", "grpc"],
       // `rocketbun admin`: a client of the wire protocol like src/client/, never of a server's internals.
       "admin-cli": ["common", "protocol", "remoting", "client", "admin-cli"],
-      "(root)": ["common", "protocol", "remoting", "commitlog", "ha", "acl", "failover", "namesrv", "broker", "client", "config", "cli", "admin", "admin-cli", "(root)"],
+      "(root)": ["common", "protocol", "remoting", "commitlog", "ha", "acl", "failover", "namesrv", "broker", "client", "config", "cli", "admin", "admin-cli", "grpc", "(root)"],
     };
     const problems: string[] = [];
     for (const f of sources) {
@@ -370,6 +372,18 @@ describe("tidy", () => {
       { name: "A.m.f", lines: 3 },
       { name: "g", lines: 1 },
     ]);
+  });
+
+  test("grpc reaches the broker only through broker/index.ts (its BrokerMessaging) and config only through schema.ts", () => {
+    const problems: string[] = [];
+    for (const f of sources.filter((x) => moduleOf(x) === "grpc")) {
+      for (const imp of imports(f)) {
+        const to = moduleOf(imp);
+        if (to === "broker" && !imp.endsWith("src/broker/index.ts")) problems.push(`${rel(f)} imports ${relative(ROOT, imp)}`);
+        if (to === "config" && !imp.endsWith("src/config/schema.ts")) problems.push(`${rel(f)} imports ${relative(ROOT, imp)}`);
+      }
+    }
+    expect(problems).toEqual([]);
   });
 
   test("admin reads other modules only through their index.ts", () => {

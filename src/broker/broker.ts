@@ -47,6 +47,7 @@ import { EndTransactionProcessor } from "./processors/end-transaction.ts";
 import { SendMessageProcessor } from "./processors/send-message.ts";
 import { TopicAdminProcessor } from "./processors/topic-admin.ts";
 import { brokerAdmin, type BrokerAdmin } from "./admin-api.ts";
+import { brokerMessaging, type BrokerMessaging } from "./messaging-api.ts";
 import { parseDelayLevels } from "../protocol/delay-levels.ts";
 import { ensureScheduleTopic, ScheduleMessageService } from "./schedule/schedule-message-service.ts";
 import { TransactionalMessageService, type TransactionStats } from "./transaction/transactional-message-service.ts";
@@ -193,6 +194,7 @@ export class BrokerController {
   /** The role in force, its transitions and the replication that goes with it (./replica-role.ts). */
   readonly #role: ReplicaRole;
   #admin: BrokerAdmin | null = null;
+  #messaging: BrokerMessaging | null = null;
   #registration: NamesrvRegistration | null = null;
   readonly #pendingRoutes: PendingRoutes;
   #schedule: ScheduleMessageService | null = null;
@@ -452,6 +454,8 @@ export class BrokerController {
     const send = new SendMessageProcessor(ctx, schedule, tx);
     // The admin API's operations run the processors' own functions (one implementation).
     this.#admin = brokerAdmin(ctx, send, this.#o.configAccess);
+    // So do the gRPC endpoint's (src/grpc/): a second protocol in front of the same processors.
+    this.#messaging = brokerMessaging(ctx, send);
     const pop = this.#popProcessors(ctx);
     const processors: [readonly number[], RequestProcessor][] = [
       [SendMessageProcessor.CODES, send],
@@ -787,6 +791,12 @@ export class BrokerController {
       return this.#admin;
     },
   };
+
+  /** What the 5.x gRPC endpoint asks of this broker (./messaging-api.ts); throws before start. */
+  messaging(): BrokerMessaging {
+    if (!this.#messaging) throw new Error("broker not started");
+    return this.#messaging;
+  }
 
   #need(): BrokerContext {
     if (!this.#ctx) throw new Error("broker not started");

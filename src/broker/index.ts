@@ -36,3 +36,5 @@ export {
 export { GROUP_NAME_MAX_CHARS, GROUP_NAME_PATTERN, type SubscriptionGroupConfig } from "./metadata.ts";
 export { TOPIC_NAME_MAX_CHARS, TOPIC_NAME_PATTERN } from "../protocol/topics.ts";
 export { MessageConst } from "../protocol/message-const.ts";
+export type { BrokerMessaging, MessagingSend, MessagingStored, MessagingRefusal } from "./messaging-api.ts";
+export type { PutMessageStatus } from "../commitlog/index.ts";

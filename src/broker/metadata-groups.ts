@@ -14,7 +14,7 @@ import { type MetadataOptions, isJsonObject, readBool, readInt, show } from "./m
 import { INT32_MAX } from "../common/int32.ts";
 import { VersionedTableManager, type VersionedTableShape } from "./metadata-table.ts";
 import type { DataVersion } from "../protocol/data-version.ts";
-import { TOOLS_CONSUMER_GROUP } from "../protocol/topics.ts";
+import { SYSTEM_GROUP_PREFIX, TOOLS_CONSUMER_GROUP } from "../protocol/topics.ts";
 import { type Invalid, isInvalid } from "../common/invalid.ts";
 import { MASTER_ID } from "../protocol/route.ts";
 
@@ -41,7 +41,6 @@ export const GROUP_NAME_MAX_CHARS = 255;
 export const GROUP_NAME_PATTERN = /^[%|a-zA-Z0-9_-]+$/;
 
 /** Groups whose prefix lets Java create them even with auto-creation off (`MixAll.isSysConsumerGroup`). */
-const SYS_GROUP_PREFIX = "CID_RMQ_SYS_";
 
 /** Groups a 4.9 broker always has (Java `SubscriptionGroupManager.init`). */
 export const PRE_CREATED_GROUPS: readonly string[] = [
@@ -167,7 +166,7 @@ export class SubscriptionGroupManager extends VersionedTableManager<Subscription
   findOrCreate(group: string, autoCreate: boolean): SubscriptionGroupConfig | undefined {
     const found = this.get(group);
     if (found !== undefined) return found;
-    if (!autoCreate && !group.startsWith(SYS_GROUP_PREFIX)) return undefined;
+    if (!autoCreate && !group.startsWith(SYSTEM_GROUP_PREFIX)) return undefined;
     if (validateNewGroupName(group) !== null) return undefined;
     this.put([defaultSubscriptionGroupConfig(group)]);
     return this.get(group);

@@ -33,6 +33,14 @@ export const MessageConst = {
   START_DELIVER_TIME: "__STARTDELIVERTIME",
   /** ali-ons queue selection; a plain property for the broker. */
   SHARDING_KEY: "__SHARDING_KEY",
+  /** 5.x message group (a FIFO message's group; Apache's PROPERTY_SHARDING_KEY, unlike ali-ons's above). */
+  SHARDINGKEY: "__SHARDINGKEY",
+  /** 5.x: the producer's address as the gRPC client gave it (the record's BORNHOST is the proxy's view). */
+  BORN_HOST: "__BORNHOST",
+  /** 5.x: the producer's born time in ms, as the gRPC message carried it. */
+  BORN_TIMESTAMP: "BORN_TIMESTAMP",
+  /** 5.x: the message's trace context (OpenTelemetry), as the gRPC message carried it. */
+  TRACE_CONTEXT: "TRACE_CONTEXT",
   TIMER_DELIVER_MS: "TIMER_DELIVER_MS",
   TIMER_DELAY_SEC: "TIMER_DELAY_SEC",
   TIMER_DELAY_MS: "TIMER_DELAY_MS",

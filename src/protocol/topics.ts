@@ -39,6 +39,11 @@ export function validateTopicName(name: string): string | null {
   return null;
 }
 
+/** Java TopicValidator's SYSTEM_TOPIC_PREFIX: every `rmq_sys_*` topic is a system topic. */
+export const SYSTEM_TOPIC_PREFIX = "rmq_sys_";
+/** Java's CID_RMQ_SYS_PREFIX: every `CID_RMQ_SYS_*` group is a system group. */
+export const SYSTEM_GROUP_PREFIX = "CID_RMQ_SYS_";
+
 export const SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX";
 export const SELF_TEST_TOPIC = "SELF_TEST_TOPIC";
 export const OFFSET_MOVED_EVENT = "OFFSET_MOVED_EVENT";

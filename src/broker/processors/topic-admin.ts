@@ -16,6 +16,7 @@ import {
   validateTopicName,
   type TopicConfig,
   type TopicFilterType,
+  SYSTEM_TOPIC_PREFIX,
 } from "../../protocol/topics.ts";
 import {
   createResponse,
@@ -44,7 +45,6 @@ const SYSTEM_TOPICS = new Set([
   OFFSET_MOVED_EVENT,
   TRACE_TOPIC,
 ]);
-const SYSTEM_TOPIC_PREFIX = "rmq_sys_";
 
 /** A topic to create or replace, as UPDATE_AND_CREATE_TOPIC's header (or the admin API's body) gives it. */
 export interface TopicInput {
