@@ -7,6 +7,8 @@
  * clean restarts (same draws otherwise), to tell a finding's cause apart. Each passing seed runs
  * twice: as before, and registering with an in-process name server on the same clock (N1; another
  * interleaving, so another run of the seed); `SIM_NAMESRV=1` does the latter for SEED / SIM_SEEDS.
+ * And once more with POP consumers beside the PULL ones (./pop-consumers.ts: P0–P3, P5; P4, FIFO
+ * pops, is listed as a todo until the broker pops orderly); `SIM_POP=1` does that for SEED / SIM_SEEDS.
  *
  * CI runs the fixed seeds in PASSING; open findings are listed in OPEN, skipped by name with the reason.
  */
@@ -17,14 +19,34 @@ import { runBrokerSimulation } from "./broker-world.ts";
 const STEPS = Number(process.env.SIM_STEPS ?? 500);
 const PASSING = [1, 2, 3, 4, 5, 6];
 const OPEN: Record<number, string> = {};
+const PASSING_POP = [1, 2, 3, 4, 5, 6];
+const OPEN_POP: Record<number, string> = {
+  632456037:
+    "P2, ASYNC_FLUSH crash: the POP retry topic's recovered end (57) is below GP-pop-B's committed pop offset (60, persisted before the crash); " +
+    "the copies revived again after the restart land at 57.. and pops read from 60 (OFFSET_OVERFLOW_BADLY corrects to the end), so message 168 is never delivered again nor sent to the DLQ",
+  // Not yet triaged (random sweep, base 1948372615), all ASYNC_FLUSH with crashes:
+  1469671959: "P2: GP-pop-B message 50, popped at reconsumeTimes 2, its checkpoint lost in a crash, never delivered again nor in the DLQ (likely the class of 632456037)",
+  68490760: "P1: GP-pop-A message 224 popped again from the retry topic while an earlier delivery is in flight (likely a retry copy stored twice: a crash between a revive's copy and its bAck)",
+  3110203486: "P1: GP-pop-B message 114 popped again from the retry topic while an earlier delivery is in flight (as 68490760)",
+  455767717: "P0: GP-pop-B message 364 (TopicB/0@87) handed out at 27233 and again at 31544 after a crash at 27236, its checkpoint found in the recovered revive log",
+};
 
-async function runSeed(seed: number, namesrv = process.env.SIM_NAMESRV !== undefined): Promise<void> {
-  const env = namesrv ? `SIM_NAMESRV=1 SEED=${seed}` : `SEED=${seed}`;
+// P4 waits for FIFO pops (POP_MESSAGE with order=true is answered SYSTEM_ERROR): with them, an orderly
+// POP group joins the simulation and this check is written.
+test.todo("P4 (pending: FIFO pops are not built): a FIFO queue never has two popped batches in flight");
+
+async function runSeed(seed: number, namesrv = process.env.SIM_NAMESRV !== undefined, pop = process.env.SIM_POP !== undefined): Promise<void> {
+  const env = `${namesrv ? "SIM_NAMESRV=1 " : ""}${pop ? "SIM_POP=1 " : ""}SEED=${seed}`;
   process.stderr.write(`broker sim: ${env} (replay: ${env} npx bun test test/sim/broker-sim.test.ts)\n`);
-  const r = await runBrokerSimulation(seed, { steps: STEPS, trace: true, namesrv });
+  const r = await runBrokerSimulation(seed, { steps: STEPS, trace: true, namesrv, pop });
   process.stderr.write(`broker sim: ${env} ok: ${JSON.stringify(r)}\n`);
   expect(r.acked).toBeGreaterThan(0);
   expect(r.delivered).toBeGreaterThan(0);
+  if (pop) {
+    expect(r.pop!.delivered).toBeGreaterThan(0);
+    expect(r.pop!.acked).toBeGreaterThan(0);
+    expect(r.pop!.redelivered).toBeGreaterThan(0);
+  }
 }
 
 if (process.env.SEED !== undefined) {
@@ -39,6 +61,8 @@ if (process.env.SEED !== undefined) {
 } else {
   for (const seed of PASSING) test(`broker simulation, SEED=${seed}`, () => runSeed(seed), 600_000);
   for (const seed of PASSING) test(`broker simulation with a name server, SEED=${seed}`, () => runSeed(seed, true), 600_000);
+  for (const seed of PASSING_POP) test(`broker simulation with POP consumers, SEED=${seed}`, () => runSeed(seed, false, true), 600_000);
+  for (const [seed, why] of Object.entries(OPEN_POP)) test.skip(`broker simulation with POP consumers, SEED=${seed} — open: ${why}`, () => runSeed(Number(seed), false, true));
   for (const [seed, why] of Object.entries(OPEN)) test.skip(`broker simulation, SEED=${seed} — open: ${why}`, () => runSeed(Number(seed)));
 }
 
@@ -49,4 +73,6 @@ test("the same seed gives the same broker run", async () => {
   expect(b).toEqual(a);
   const withNamesrv = await runBrokerSimulation(seed, { steps: 150, namesrv: true });
   expect(await runBrokerSimulation(seed, { steps: 150, namesrv: true })).toEqual(withNamesrv);
+  const withPop = await runBrokerSimulation(seed, { steps: 150, pop: true });
+  expect(await runBrokerSimulation(seed, { steps: 150, pop: true })).toEqual(withPop);
 }, 600_000);

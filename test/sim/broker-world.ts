@@ -52,6 +52,7 @@ import { InProcessNamesrv } from "../../src/namesrv/test-support.ts";
 import { prng, type Rng } from "../harness/fuzz.ts";
 import { SimClock, SIM_EPOCH_MS } from "../../src/common/sim-clock.ts";
 import { MemDisk } from "./disk.ts";
+import { PopConsumers, type PopSummary } from "./pop-consumers.ts";
 
 export interface BrokerSimOptions {
   steps: number;
@@ -63,6 +64,12 @@ export interface BrokerSimOptions {
    * seed takes another run with it.
    */
   namesrv?: boolean;
+  /**
+   * Add the POP consumers of ./pop-consumers.ts (P0–P3, P5) beside the PULL ones, their choices
+   * drawn from a PRNG of their own. Off, a seed runs as it did before POP: the POP traffic moves
+   * the interleaving, so the same seed takes another run with it.
+   */
+  pop?: boolean;
 }
 
 export interface BrokerSimResult {
@@ -80,6 +87,8 @@ export interface BrokerSimResult {
   crashes: number;
   cleanRestarts: number;
   lostAsyncAcks: number;
+  /** With `pop`: what the POP consumers did. */
+  pop?: PopSummary;
 }
 
 interface Sent {
@@ -160,6 +169,10 @@ function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
 export async function runBrokerSimulation(seed: number, opts: BrokerSimOptions): Promise<BrokerSimResult> {
   const trace: string[] | null = opts.trace ? [] : null;
   const dir = mkdtempSync(join(tmpdir(), "rocketbun-brokersim-"));
+  // The broker draws the queue a pop starts from (and whether it reads the retry topic first)
+  // with Math.random: seeded for the run, so that a POP seed replays.
+  const random = Math.random;
+  if (opts.pop) Math.random = prng((seed ^ 0x5eed0001) >>> 0).next;
   try {
     return await run(seed, opts, trace, dir);
   } catch (e) {
@@ -169,6 +182,7 @@ export async function runBrokerSimulation(seed: number, opts: BrokerSimOptions):
       );
     throw e;
   } finally {
+    Math.random = random;
     rmSync(dir, { recursive: true, force: true });
   }
 }
@@ -264,6 +278,22 @@ async function run(seed: number, opts: BrokerSimOptions, trace: string[] | null,
   }));
   const matches = (c: Consumer, tags: string | undefined) => c.tags === null || (tags !== undefined && c.tags.includes(tags));
 
+  const pop: PopConsumers | null = opts.pop
+    ? new PopConsumers({
+        sim,
+        rng: prng((seed ^ 0x5eed0002) >>> 0),
+        network,
+        addr,
+        flush,
+        sent,
+        broker: () => broker,
+        recordId: (who, topic, r) => recordId(who, topic, r),
+        fail,
+        note,
+      })
+    : null;
+  await pop?.setup(admin);
+
   // ------------------------------------------------------------------ producers
   let nextId = 0;
   const onAck = (ids: number[], res: RemotingCommand, incarnation: InProcessBroker | null): void => {
@@ -334,6 +364,16 @@ async function run(seed: number, opts: BrokerSimOptions, trace: string[] | null,
   };
 
   // ------------------------------------------------------------------ consumers
+  /** B1 for a record a POP group got: one that was sent to `topic`, body and tags as sent; its id. */
+  const recordId = (who: string, topic: string, r: DecodedRecord): number => {
+    const id = idOf(r.body);
+    const s = sent.get(id);
+    if (!s) return fail(`${who} got a message that was never sent (${r.topic}/${r.queueId}@${r.queueOffset})`);
+    if (s.topic !== topic || !equalBytes(s.body, r.body)) fail(`${who} got message ${id} with another topic or body than sent`);
+    const tags = parseProperties(r.properties).TAGS;
+    if (tags !== s.tags) fail(`${who} got message ${id} with tags ${tags}, sent ${s.tags}`);
+    return id;
+  };
   const checkRecords = (c: Consumer, queueId: number, from: number, res: RemotingCommand): void => {
     let expected = from;
     let records: DecodedRecord[] = [];
@@ -455,20 +495,41 @@ async function run(seed: number, opts: BrokerSimOptions, trace: string[] | null,
     b.clock.dead = true;
     network.kill(FIXTURE_HOST, FIXTURE_PORT);
     network.kill(FIXTURE_HOST, FIXTURE_PORT - 2);
+    pop?.fault();
+    const crashedAt = sim.now;
     const torn = disk.crash(dir, rng);
     note(`broker crashed (${torn.tornFiles} files torn)`);
     await sim.advance(rng.int(0, 2000));
     broker = startBroker();
     note(`broker up: ${JSON.stringify(broker.controller.info.store())}`);
     afterRestart(broker);
+    await pop?.afterCrash(broker, crashedAt);
     await registeredAgain(broker);
+  };
+  /**
+   * A clean stop waits for a store checkpoint in progress, whose fdatasyncs complete in simulated
+   * time: when the stop has not finished once its own event-loop turn (a real setTimeout 0) is
+   * over, time goes on, a millisecond at a time, until it has. A stop that needs no time (every
+   * seed before POP) runs as it always did.
+   */
+  const stopCleanly = async (b: InProcessBroker): Promise<void> => {
+    let done = false;
+    const stopping = b.controller.stop().finally(() => {
+      done = true;
+    });
+    await new Promise((r) => setImmediate(r));
+    await new Promise((r) => setTimeout(r, 5));
+    await new Promise((r) => setImmediate(r));
+    while (!done) await sim.advance(1);
+    await stopping;
   };
   const cleanRestart = async (): Promise<void> => {
     if (!broker) return;
     result.cleanRestarts++;
+    pop?.fault();
     const b = broker;
     broker = null;
-    await b.controller.stop();
+    await stopCleanly(b);
     if (namesrv && namesrv.controller.info.brokers().length > 0) fail("a cleanly stopped broker is still registered with the name server");
     b.clock.dead = true;
     await sim.advance(rng.int(0, 500));
@@ -485,6 +546,7 @@ async function run(seed: number, opts: BrokerSimOptions, trace: string[] | null,
 
   // ------------------------------------------------------------------ run
   for (const c of consumers) for (let q = 0; q < c.next.length; q++) pull(c, q);
+  pop?.start();
   for (step = 0; step < opts.steps; step++) {
     const r = rng.next();
     if (r < 0.45) send();
@@ -492,10 +554,12 @@ async function run(seed: number, opts: BrokerSimOptions, trace: string[] | null,
     else if (r < 0.85 + pCrash) await crash();
     else if (r < 0.85 + pCrash + pRestart) await cleanRestart();
     else await sim.advance(rng.int(0, 20));
+    pop?.checkTimely();
     stopOnFailure();
   }
 
   // Quiet: no sends, no faults; every consumer must reach the end of each of its queues.
+  pop?.quiet();
   await sim.advance(6000);
   const b = broker!;
   const caughtUp = () =>
@@ -506,17 +570,40 @@ async function run(seed: number, opts: BrokerSimOptions, trace: string[] | null,
   const done = await sim.until(() => broken !== null || caughtUp(), 120_000, 50);
   stopOnFailure();
   if (!done) fail(`consumers did not catch up: ${JSON.stringify(consumers.map((c) => [c.group, c.next, queueEnds(b, c.topic)]))}`);
+  if (pop) await settlePop(pop);
   // The last answers schedule one more pull each (≤ 200 ms later): it commits where the consumer stands.
   await sim.advance(500);
   stopOnFailure();
   checkEnd(b);
   checkRoutes(b);
+  if (pop) {
+    await pop.checkEnd(b);
+    stopOnFailure();
+    result.pop = pop.summary;
+  }
   result.simulatedMs = sim.now - SIM_EPOCH_MS;
   for (const p of [...producers, consumerClient, admin]) await p.close();
+  await pop?.close();
   await b.stop();
   await namesrv?.stop();
   clientClock.dead = true;
   return result;
+
+  /** The POP groups settle (every delivery acked or in the DLQ), and stay settled past the longest invisible time. */
+  async function settlePop(p: PopConsumers): Promise<void> {
+    const settled = () => {
+      p.checkTimely();
+      return broken !== null || p.settled();
+    };
+    for (const round of [1, 2]) {
+      const ok = await sim.until(settled, 120_000, 50);
+      stopOnFailure();
+      if (!ok) fail(`the POP groups did not settle (round ${round})`);
+      await sim.advance(13_000);
+      stopOnFailure();
+    }
+    if (!p.settled()) fail("the POP groups got more after settling");
+  }
 
   /** N1 after a restart: the new incarnation registered as it started (no time passes for it). */
   async function registeredAgain(b: InProcessBroker): Promise<void> {

@@ -290,7 +290,11 @@ export class PopService {
     try {
       const due = this.table.takeDue(this.#ctx.now(), REVIVE_BATCH);
       for (const ck of due) {
-        if (await this.#revive(ck)) this.table.done(ck);
+        const revived = await this.#revive(ck);
+        // Stopped meanwhile (a clean stop, a step down): the table is cleared and the store may be
+        // closed; what was not marked resolved is revived by the next master's rebuild.
+        if (!this.#active) return;
+        if (revived) this.table.done(ck);
         else this.table.putBack(ck, this.#ctx.now() + REVIVE_RETRY_MS);
       }
       this.commitProgress();
@@ -306,7 +310,9 @@ export class PopService {
   async #revive(ck: LiveCheckPoint): Promise<boolean> {
     const offsets: number[] = [];
     for (let i = 0; i < ck.diffs.length; i++) if ((ck.acked & (1 << i)) === 0) offsets.push(ck.startOffset + ck.diffs[i]!);
-    for (const offset of offsets) if (!(await this.#reviveOne(ck, offset))) return false;
+    // Each step after a put checks that the service still runs: a stop does not wait for a revive.
+    for (const offset of offsets) if (!this.#active || !(await this.#reviveOne(ck, offset))) return false;
+    if (!this.#active) return false;
     // Resolved: a rebuild that reads this checkpoint again finds its messages acked.
     const bn = this.#ctx.settings.brokerName;
     const ack: AckMsgJson = { ao: -1, so: ck.startOffset, c: ck.group, t: ck.topic, q: ck.queueId, pt: ck.popTime, bn, aol: offsets };
