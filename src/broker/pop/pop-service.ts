@@ -88,6 +88,7 @@ export class PopService {
   start(): void {
     if (this.#active || this.#ctx.role.isSlave) return;
     this.#active = true;
+    this.#clampOffsets();
     if (this.#ctx.topics.get(this.reviveTopic)) this.rebuild();
     this.#timer = this.#o.clock.setInterval(() => void this.reviveDue(), this.#o.reviveIntervalMs);
   }
@@ -220,6 +221,26 @@ export class PopService {
   }
 
   // ---------------------------------------------------------------- rebuild
+
+  /**
+   * Offsets past their queue's end: after an ASYNC_FLUSH crash the log can end below an offset
+   * persisted before it. A pop reads a queue from its group's offset, so messages stored there
+   * again (revived copies, new sends) would be skipped: the offset comes back to the end.
+   */
+  #clampOffsets(): void {
+    const offsets = this.#ctx.consumerOffsets;
+    const past: [string, string, number, number][] = [];
+    offsets.forEachEntry((topic, group, queues) => {
+      for (const [queueId, offset] of queues) {
+        const max = this.#ctx.store.getMaxOffsetInQueue(topic, queueId);
+        if (offset > max) past.push([group, topic, queueId, max]);
+      }
+    });
+    for (const [group, topic, queueId, max] of past) {
+      this.#ctx.log.warn(`pop: ${topic}@${group} queue ${queueId}: offset ${offsets.query(group, topic, queueId)} past the queue's end ${max} (lost in a crash): back to ${max}`);
+      offsets.commit(group, topic, queueId, max);
+    }
+  }
 
   /** Reads every revive queue from the revive group's committed offset into the table. */
   rebuild(): void {
