@@ -237,7 +237,8 @@ export class PopService {
       }
     });
     for (const [group, topic, queueId, max] of past) {
-      this.#ctx.log.warn(`pop: ${topic}@${group} queue ${queueId}: offset ${offsets.query(group, topic, queueId)} past the queue's end ${max} (lost in a crash): back to ${max}`);
+      const was = offsets.query(group, topic, queueId);
+      this.#ctx.log.warn(`pop: ${topic}@${group} queue ${queueId}: offset ${was} past the queue's end ${max} (lost in a crash): back to ${max}`);
       offsets.commit(group, topic, queueId, max);
     }
   }
