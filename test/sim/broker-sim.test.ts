@@ -23,10 +23,14 @@ const OPEN: Record<number, string> = {};
 // (copies stored there again were skipped): PopService.start brings them back to the end.
 const PASSING_POP = [1, 2, 3, 4, 5, 6, 632456037, 1469671959];
 const OPEN_POP: Record<number, string> = {
-  // Not yet triaged (random sweep, base 1948372615), all ASYNC_FLUSH with crashes:
-  68490760: "P1: GP-pop-A message 224 popped again from the retry topic while an earlier delivery is in flight (likely a retry copy stored twice: a crash between a revive's copy and its bAck)",
-  3110203486: "P1: GP-pop-B message 114 popped again from the retry topic while an earlier delivery is in flight (as 68490760)",
-  455767717: "P0: GP-pop-B message 364 (TopicB/0@87) handed out at 27233 and again at 31544 after a crash at 27236, its checkpoint found in the recovered revive log",
+  // Random sweep (base 1948372615), all ASYNC_FLUSH with crashes; as of the revive-log batching:
+  68490760:
+    "P1: GP-pop-B message 196 popped again from the retry topic while an earlier delivery is in flight: two retry copies " +
+    "(a crash between a revive's copy and its bAck revives it again, RocketMQ's window too; the model does not excuse it yet)",
+  455767717: "P1: as 68490760 (GP-pop-B message 195, reconsumeTimes 2)",
+  3110203486:
+    "B1: GP-pop-B got message 314 with no TAGS after a crash that lost its retry checkpoint: a record torn where no CRC looks " +
+    "(properties) in the unflushed tail, which the PULL checks excuse for ASYNC_FLUSH and the POP model does not yet",
 };
 
 // P4: FIFO pops exist now (POP_MESSAGE with order=true); an orderly POP group joins the simulation
