@@ -14,6 +14,7 @@
  * in `#byKey` iff it is in its revive queue's set; the per-group counts are the sums of `open`.
  */
 import { assert } from "../../common/assert.ts";
+import { MinHeap } from "../../common/min-heap.ts";
 
 export interface CheckPoint {
   topic: string;
@@ -42,7 +43,7 @@ export interface LiveCheckPoint extends CheckPoint {
 export class InflightTable {
   readonly #byKey = new Map<string, LiveCheckPoint>();
   readonly #byRevive = new Map<number, Set<LiveCheckPoint>>();
-  readonly #heap: LiveCheckPoint[] = [];
+  readonly #heap = new MinHeap<LiveCheckPoint>((a, b) => a.reviveTime < b.reviveTime);
   readonly #open = new Map<string, number>();
 
   get size(): number {
@@ -60,7 +61,7 @@ export class InflightTable {
     if (!set) this.#byRevive.set(ck.reviveQid, (set = new Set()));
     set.add(live);
     this.#count(live, live.open);
-    this.#push(live);
+    this.#heap.push(live);
     return true;
   }
 
@@ -93,8 +94,8 @@ export class InflightTable {
   /** Checkpoints whose revive time has come, taken out of reach of acks; then `done` or `putBack`. */
   takeDue(now: number, max: number): LiveCheckPoint[] {
     const out: LiveCheckPoint[] = [];
-    while (out.length < max && this.#heap.length > 0 && this.#heap[0]!.reviveTime <= now) {
-      const live = this.#pop();
+    while (out.length < max && (this.#heap.peek()?.reviveTime ?? Infinity) <= now) {
+      const live = this.#heap.pop()!;
       if (this.#byKey.get(live.key) !== live) continue; // fully acked meanwhile
       live.taken = true;
       out.push(live);
@@ -113,7 +114,7 @@ export class InflightTable {
     assert(live.taken && this.#byKey.has(live.key), "checkpoint {} put back without being taken", live.key);
     live.taken = false;
     live.reviveTime = retryAt;
-    this.#push(live);
+    this.#heap.push(live);
   }
 
   /** The smallest revive-log offset still in the table for `reviveQid`, or undefined when none is. */
@@ -136,7 +137,7 @@ export class InflightTable {
   clear(): void {
     this.#byKey.clear();
     this.#byRevive.clear();
-    this.#heap.length = 0;
+    this.#heap.drain();
     this.#open.clear();
   }
 
@@ -154,37 +155,6 @@ export class InflightTable {
     assert(n >= 0, "{} messages in flight for {}", n, k);
     if (n === 0) this.#open.delete(k);
     else this.#open.set(k, n);
-  }
-
-  #push(live: LiveCheckPoint): void {
-    const h = this.#heap;
-    h.push(live);
-    for (let i = h.length - 1; i > 0; ) {
-      const p = (i - 1) >> 1;
-      if (h[p]!.reviveTime <= h[i]!.reviveTime) break;
-      [h[p], h[i]] = [h[i]!, h[p]!];
-      i = p;
-    }
-  }
-
-  #pop(): LiveCheckPoint {
-    const h = this.#heap;
-    const top = h[0]!;
-    const last = h.pop()!;
-    if (h.length > 0) {
-      h[0] = last;
-      for (let i = 0; ; ) {
-        const l = 2 * i + 1;
-        const r = l + 1;
-        let m = i;
-        if (l < h.length && h[l]!.reviveTime < h[m]!.reviveTime) m = l;
-        if (r < h.length && h[r]!.reviveTime < h[m]!.reviveTime) m = r;
-        if (m === i) break;
-        [h[m], h[i]] = [h[i]!, h[m]!];
-        i = m;
-      }
-    }
-    return top;
   }
 }
 

@@ -12,6 +12,7 @@
  */
 import { assert } from "../../common/assert.ts";
 import type { Clock, TimerHandle } from "../../common/clock.ts";
+import { MinHeap } from "../../common/min-heap.ts";
 import type { RemotingConnection } from "../../remoting/index.ts";
 
 export interface ParkedPop {
@@ -51,7 +52,7 @@ export class PopLongPolling {
   readonly #perKey = new Map<string, number>();
   readonly #watched = new WeakSet<RemotingConnection>();
   /** Every parked entry by deadline (settled ones are skipped when they surface): the timeout scan is O(due). */
-  readonly #byDeadline: Entry[] = [];
+  readonly #byDeadline = new MinHeap<Entry>((a, b) => a.deadline < b.deadline);
   #total = 0;
   #timer: TimerHandle | null = null;
 
@@ -67,7 +68,7 @@ export class PopLongPolling {
   stop(): void {
     if (this.#timer) this.#o.clock.clearInterval(this.#timer);
     this.#timer = null;
-    for (const e of this.#byDeadline.splice(0)) this.#settle(e, true);
+    for (const e of this.#byDeadline.drain()) this.#settle(e, true);
   }
 
   get parkedCount(): number {
@@ -90,7 +91,7 @@ export class PopLongPolling {
     const e: Entry = { ...p, settled: false };
     this.#perKey.set(k, n + 1);
     this.#total++;
-    this.#push(e);
+    this.#byDeadline.push(e);
     for (const t of [p.topic, p.retryTopic]) {
       let set = this.#byTopic.get(t);
       if (!set) this.#byTopic.set(t, (set = new Set()));
@@ -129,38 +130,7 @@ export class PopLongPolling {
 
   checkTimeouts(now = this.#o.clock.now()): void {
     const h = this.#byDeadline;
-    while (h.length > 0 && (h[0]!.settled || h[0]!.deadline <= now)) this.#settle(this.#pop(), true);
-  }
-
-  #push(e: Entry): void {
-    const h = this.#byDeadline;
-    h.push(e);
-    for (let i = h.length - 1; i > 0; ) {
-      const p = (i - 1) >> 1;
-      if (h[p]!.deadline <= h[i]!.deadline) break;
-      [h[p], h[i]] = [h[i]!, h[p]!];
-      i = p;
-    }
-  }
-
-  #pop(): Entry {
-    const h = this.#byDeadline;
-    const top = h[0]!;
-    const last = h.pop()!;
-    if (h.length > 0) {
-      h[0] = last;
-      for (let i = 0; ; ) {
-        const l = 2 * i + 1;
-        const r = l + 1;
-        let m = i;
-        if (l < h.length && h[l]!.deadline < h[m]!.deadline) m = l;
-        if (r < h.length && h[r]!.deadline < h[m]!.deadline) m = r;
-        if (m === i) break;
-        [h[m], h[i]] = [h[i]!, h[m]!];
-        i = m;
-      }
-    }
-    return top;
+    for (let e = h.peek(); e !== undefined && (e.settled || e.deadline <= now); e = h.peek()) this.#settle(h.pop()!, true);
   }
 
   /** Unparks once: `run` re-runs the request, else (its connection closed) `drop`. */
@@ -183,7 +153,7 @@ export class PopLongPolling {
   }
 
   #dropConnection(conn: RemotingConnection): void {
-    for (const e of this.#byDeadline) if (e.conn === conn) this.#settle(e, false);
+    for (const e of this.#byDeadline.values()) if (e.conn === conn) this.#settle(e, false);
   }
 }
 

@@ -10,7 +10,8 @@ import type { BrokerContext } from "../context.ts";
 import type { SubscriptionGroupConfig } from "../metadata-groups.ts";
 import { buildSubscription, recordFilter, tagCodeFilter, type SubscriptionData } from "../subscription.ts";
 
-const FAQ = "\nSee https://rocketmq.apache.org/docs/bestPractice/06FAQ for further details.";
+/** The line Java's refusals of a missing topic or group end with. */
+export const FAQ = "\nSee https://rocketmq.apache.org/docs/bestPractice/06FAQ for further details.";
 
 export interface Refusal {
   code: number;

@@ -18,7 +18,7 @@ import {
   type RequestProcessor,
 } from "../../remoting/index.ts";
 import type { BrokerContext } from "../context.ts";
-import { num, str, type Refusal } from "../pop/pop-request.ts";
+import { FAQ, num, str, type Refusal } from "../pop/pop-request.ts";
 import type { PopService } from "../pop/pop-service.ts";
 
 interface Answer {
@@ -26,8 +26,6 @@ interface Answer {
   remark?: string;
   ext?: Record<string, string>;
 }
-
-const FAQ = "\nSee https://rocketmq.apache.org/docs/bestPractice/06FAQ for further details.";
 
 export class AckMessageProcessor implements RequestProcessor {
   static readonly CODES = [RequestCode.ACK_MESSAGE, RequestCode.BATCH_ACK_MESSAGE, RequestCode.CHANGE_MESSAGE_INVISIBLETIME];

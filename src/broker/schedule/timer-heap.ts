@@ -11,6 +11,7 @@
  * ≤ every pending offset; `#pending` is strictly increasing.
  */
 import { assert } from "../../common/assert.ts";
+import { MinHeap } from "../../common/min-heap.ts";
 
 export interface TimerEntry {
   /** Absolute due time, ms. */
@@ -22,7 +23,7 @@ export interface TimerEntry {
 }
 
 export class TimerHeap {
-  readonly #heap: TimerEntry[] = [];
+  readonly #heap = new MinHeap<TimerEntry>((x, y) => x.due < y.due || (x.due === y.due && x.cqOffset < y.cqOffset));
   /** Offsets loaded and not yet delivered, increasing; `#head` is the first live index. */
   #pending: number[] = [];
   #head = 0;
@@ -36,7 +37,7 @@ export class TimerHeap {
   }
 
   get size(): number {
-    return this.#heap.length;
+    return this.#heap.size;
   }
 
   get loadedUpTo(): number {
@@ -49,7 +50,7 @@ export class TimerHeap {
   }
 
   peek(): TimerEntry | undefined {
-    return this.#heap[0];
+    return this.#heap.peek();
   }
 
   /** Adds a loaded entry; offsets must come in increasing order (bug otherwise). */
@@ -60,7 +61,6 @@ export class TimerHeap {
     this.#pending.push(e.cqOffset);
     this.#loadedUpTo = e.cqOffset + 1;
     this.#heap.push(e);
-    this.#up(this.#heap.length - 1);
   }
 
   /** Offsets below `offset` that were not pushed (fillers, removed records) count as delivered. */
@@ -70,15 +70,7 @@ export class TimerHeap {
 
   /** Removes and returns the earliest entry; then call `delivered(e)`, or `retry(e)` to put it back. */
   pop(): TimerEntry | undefined {
-    const h = this.#heap;
-    const top = h[0];
-    if (top === undefined) return undefined;
-    const last = h.pop()!;
-    if (h.length > 0) {
-      h[0] = last;
-      this.#down(0);
-    }
-    return top;
+    return this.#heap.pop();
   }
 
   /** Puts a popped entry back (its delivery failed and will be retried). */
@@ -91,7 +83,6 @@ export class TimerHeap {
       this.progress,
     );
     this.#heap.push(e);
-    this.#up(this.#heap.length - 1);
   }
 
   /** Marks a popped entry delivered and advances the progress past delivered offsets. */
@@ -111,42 +102,6 @@ export class TimerHeap {
     if (this.#head > 1024 && this.#head * 2 > this.#pending.length) {
       this.#pending = this.#pending.slice(this.#head);
       this.#head = 0;
-    }
-  }
-
-  #less(a: number, b: number): boolean {
-    const x = this.#heap[a]!;
-    const y = this.#heap[b]!;
-    return x.due < y.due || (x.due === y.due && x.cqOffset < y.cqOffset);
-  }
-
-  #swap(a: number, b: number): void {
-    const h = this.#heap;
-    const t = h[a]!;
-    h[a] = h[b]!;
-    h[b] = t;
-  }
-
-  #up(i: number): void {
-    while (i > 0) {
-      const p = (i - 1) >> 1;
-      if (!this.#less(i, p)) return;
-      this.#swap(i, p);
-      i = p;
-    }
-  }
-
-  #down(i: number): void {
-    const n = this.#heap.length;
-    for (;;) {
-      const l = 2 * i + 1;
-      const r = l + 1;
-      let m = i;
-      if (l < n && this.#less(l, m)) m = l;
-      if (r < n && this.#less(r, m)) m = r;
-      if (m === i) return;
-      this.#swap(i, m);
-      i = m;
     }
   }
 }
